@@ -1,0 +1,165 @@
+"""One turn: a user message in, tool rounds through the registry, an answer out — never a dead end.
+
+Counter-measures for how small models fail (notes/ollama.md): tool calls written as text are parsed;
+invalid arguments get one repair message; identical calls run once; a repeated or failing call stops the
+tool rounds early; at the cap (or any stop) one final request without tools produces the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from edge.agent.context import SystemPrompt, context_ceiling, is_small_model
+from edge.agent.events import Delta, Notice, Sink, ToolActivity, TurnResult
+from edge.agent.parse import extract_tool_calls
+from edge.agent.request import Reply, Request, stream_reply
+from edge.config import AgentConfig
+from edge.errors import EdgeError, ToolsUnsupported
+from edge.memory.store import Store, Usage
+from edge.providers.base import Provider
+from edge.tools.policy import Approver
+from edge.tools.registry import Registry, ToolResult
+
+log = logging.getLogger(__name__)
+EMPTY_ANSWER = "(The model gave an empty answer. Try again, or try a larger model.)"
+_NO_MORE_TOOLS = "[edge] No more tools in this turn: {reason}. Answer the user now with what you have."
+_EMPTY_NUDGE = "[edge] Your last reply was empty. Answer the user's message."
+
+
+class Agent:
+    def __init__(self, provider: Provider, registry: Registry, store: Store, config: AgentConfig, workspace: Path) -> None:
+        self.provider, self.registry, self.store, self.config = provider, registry, store, config
+        self.prompt = SystemPrompt(workspace, config.workspace_budget_tokens)
+
+    async def turn(self, session_id: str, text: str, sink: Sink, approver: Approver | None = None) -> TurnResult:
+        turn_id = uuid.uuid4().hex[:12]
+        await self.store.append(session_id, turn_id, [{"role": "user", "content": text}])  # accepted = kept
+        turn = _Turn(self, session_id, sink, approver)
+        started = time.monotonic()
+        try:
+            result = await turn.run()
+        except EdgeError as exc:  # the model server failed: say so plainly, keep the daemon up
+            log.warning("turn failed: %s", exc)
+            result = TurnResult(text=f"Sorry, I could not get an answer: {exc}", error=str(exc))
+            await sink(Delta(result.text))
+        except asyncio.CancelledError:
+            turn.new.append({"role": "assistant", "content": turn.partial + " [stopped by the user]"})
+            await self._save(session_id, turn_id, turn, started)
+            raise
+        turn.new.append({"role": "assistant", "content": result.text})
+        await self._save(session_id, turn_id, turn, started)
+        result.tool_calls, result.requests = turn.tool_calls, turn.requests
+        result.prompt_tokens, result.completion_tokens = turn.prompt_tokens, turn.completion_tokens
+        return result
+
+    async def _save(self, session_id: str, turn_id: str, turn: _Turn, started: float) -> None:
+        await self.store.append(session_id, turn_id, turn.new)
+        usage = Usage(session_id, self.provider.config.model, turn.prompt_tokens, turn.completion_tokens,
+                      turn.requests, (time.monotonic() - started) * 1000)
+        await self.store.record_usage(usage)
+
+
+class _Turn:
+    def __init__(self, agent: Agent, session_id: str, sink: Sink, approver: Approver | None) -> None:
+        self.agent, self.session_id, self.sink, self.approver = agent, session_id, sink, approver
+        self.new: list[dict[str, Any]] = []  # messages this turn adds after the user's
+        self.partial = ""  # text streamed so far, kept if the turn is cancelled
+        self.notices: list[str] = []
+        self.tool_calls = self.requests = self.prompt_tokens = self.completion_tokens = 0
+
+    async def run(self) -> TurnResult:
+        await self._prepare()
+        seen: dict[str, ToolResult] = {}
+        repaired = asked_again = False
+        nudge: str | None = None
+        stop_reason = f"the limit of {self.agent.config.max_tool_iterations} tool rounds was reached"
+        for _ in range(self.agent.config.max_tool_iterations):
+            reply = await self._ask(self.tools, nudge)
+            nudge = None
+            calls = reply.calls
+            if not calls and self.specs:
+                calls, reply.text = extract_tool_calls(reply.text, self.agent.registry.get)
+            if not calls:
+                if reply.text.strip() or reply.done.reason == "length" or asked_again:
+                    return await self._finish(reply, stop_reason)
+                asked_again, nudge = True, _EMPTY_NUDGE  # an empty answer (typical of thinking models): ask once more
+                continue
+            self.new.append({"role": "assistant", "content": reply.text,
+                             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]})
+            problem = None
+            for call in calls:
+                result, repeat = seen.get(call.fingerprint()), True
+                if result is None:
+                    repeat = False
+                    await self.sink(ToolActivity(call.name, call.arguments))
+                    result = seen[call.fingerprint()] = await self.agent.registry.execute(
+                        call, self.session_id, self.approver, self.small)
+                    self.tool_calls += 1
+                    await self.sink(ToolActivity(call.name, call.arguments, result))
+                content = f"(Same call already made in this turn; its result:)\n{result.content}" if repeat else result.content
+                self.new.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+                if repeat:
+                    problem = problem or f"{call.name} was asked for again with the same arguments"
+                elif result.outcome in ("invalid", "unknown"):
+                    problem = problem or (f"the tool call was still wrong ({result.content})" if repaired else None)
+                    repaired = True
+            if problem:
+                stop_reason = problem
+                break
+        final = await self._ask([], _NO_MORE_TOOLS.format(reason=stop_reason))
+        if self.specs:  # a model told "no more tools" may still write one: never show it raw
+            _, final.text = extract_tool_calls(final.text, self.agent.registry.get)
+        return await self._finish(final, stop_reason)
+
+    async def _prepare(self) -> None:
+        info = await self.agent.provider.info()
+        self.small = is_small_model(self.agent.config, info)
+        self.ceiling = context_ceiling(self.agent.provider.config, info)
+        self.specs = self.agent.registry.specs(self.small)
+        self.native = info.native_tools
+        self.tools = self.specs if self.native else []
+        self.system = self.agent.prompt.build(self.small, [] if self.native else self.specs)
+        self.history = await self.agent.store.history(self.session_id)  # ends with this turn's user message
+
+    async def _ask(self, tools: list[dict[str, Any]], nudge: str | None = None) -> Reply:
+        messages = self.history + self.new + ([{"role": "user", "content": nudge}] if nudge else [])
+        request = Request(self.system, messages, tools if self.native else [], self.ceiling,
+                          self.agent.config.reply_tokens, self.small)
+        try:
+            reply = await stream_reply(self.agent.provider, request, self._stream, text_tools=not self.native)
+        except ToolsUnsupported:
+            log.warning("%s rejects native tools; describing them in the prompt instead", self.agent.provider.config.model)
+            self.agent.provider.forget_tools()
+            await self._prepare()
+            return await self._ask(self.tools, nudge)
+        self.requests += 1
+        self.prompt_tokens += reply.done.prompt_tokens or 0
+        self.completion_tokens += reply.done.completion_tokens or 0
+        if reply.truncated_to:
+            await self._notice(f"the model server read only {reply.truncated_to} prompt tokens of what was sent; "
+                               "it is cutting the context (raise its context size, or [provider] num_ctx)")
+        return reply
+
+    async def _stream(self, event: Delta) -> None:
+        self.partial += event.text
+        await self.sink(event)
+
+    async def _finish(self, reply: Reply, stop_reason: str) -> TurnResult:
+        text = reply.text.strip()
+        if not text and reply.done.reason != "length":
+            text = EMPTY_ANSWER if not self.tool_calls else f"I could not complete that: {stop_reason}."
+        if not reply.streamed and text:
+            await self._stream(Delta(text))
+        if reply.done.reason == "length":
+            await self._notice("the answer was cut off at the model's length limit; ask for a shorter answer "
+                               "or raise [provider] num_ctx")
+        return TurnResult(text=text, notices=self.notices)
+
+    async def _notice(self, text: str) -> None:
+        self.notices.append(text)
+        await self.sink(Notice(text))

@@ -1,0 +1,128 @@
+"""`edge ...` commands (argparse) — the entry point of the console script and of the standalone build.
+
+Heavy modules are imported inside each command, so `edge --help` and `edge version` start instantly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from edge import __version__
+from edge.errors import ConfigError, EdgeError
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="PATH", help="config file (default: $EDGE_CONFIG, ./edge.toml, "
+                        "~/.config/edge/edge.toml, /etc/edge/edge.toml)")
+    parser = argparse.ArgumentParser(prog="edge", description="A personal AI agent for a Raspberry Pi.", parents=[common])
+    parser.add_argument("--version", action="version", version=f"edge {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    init = sub.add_parser("init", parents=[common], help="write a commented config and the workspace templates")
+    init.add_argument("--force", action="store_true", help="overwrite files that exist")
+    agent = sub.add_parser("agent", parents=[common], help="one turn: print the answer to a message")
+    agent.add_argument("-m", "--message", required=True, help="the message")
+    agent.add_argument("--session", default="cli:agent", help="conversation to continue (default: %(default)s)")
+    sub.add_parser("chat", parents=[common], help="talk to edge in the terminal")
+    sub.add_parser("doctor", parents=[common], help="check provider, model, workspace, disk, clock")
+    sub.add_parser("version", parents=[common], help="print the version")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command is None:
+        _parser().print_help()
+        return 0
+    if args.command == "version":
+        print(f"edge {__version__}")
+        return 0
+    try:
+        return _COMMANDS[args.command](args)
+    except ConfigError as exc:
+        print(f"edge: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except EdgeError as exc:
+        print(f"edge: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from edge import config
+    from edge.platform import logging
+
+    loaded = config.load(args.config)
+    logging.setup(loaded.log.level)
+    return loaded
+
+
+def _run(coroutine_factory: Callable[[Any], Coroutine[Any, Any, int]], args: argparse.Namespace) -> int:
+    """Open the runtime (database, provider, tools) on uvloop, run one command, close it all."""
+    import uvloop
+
+    from edge.app import runtime
+
+    config = _load(args)
+
+    async def go() -> int:
+        async with runtime(config) as rt:
+            return await coroutine_factory(rt)
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(go())
+
+
+def _init(args: argparse.Namespace) -> int:
+    from edge import config
+    from edge.app import seed_workspace
+    from edge.templates import CONFIG_TOML
+
+    target = Path(args.config) if args.config else Path.home() / ".config" / "edge" / "edge.toml"
+    if target.exists() and not args.force:
+        print(f"kept    {target} (exists; --force to overwrite)")
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(CONFIG_TOML, encoding="utf-8")
+        print(f"wrote   {target}")
+    loaded = config.load(str(target))
+    written = seed_workspace(loaded.workspace, overwrite=args.force)
+    for name in sorted(p.name for p in loaded.workspace.iterdir() if p.suffix == ".md"):
+        path = loaded.workspace / name
+        print(f"{'wrote' if path in written else 'kept':<7} {path}")
+    print(f"\nNext: edit {target}, then `edge doctor` and `edge chat`.")
+    return 0
+
+
+def _agent(args: argparse.Namespace) -> int:
+    from edge.channels.cli import one_shot
+
+    return _run(lambda rt: one_shot(rt, args.message, args.session), args)
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from edge.channels.cli import Chat
+
+    return _run(lambda rt: Chat(rt).run(), args)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from edge.doctor import render, run_checks
+
+    async def doctor(rt: Any) -> int:
+        checks = await run_checks(rt)
+        print(render(checks))
+        return 0 if all(c.ok for c in checks) else 1
+
+    return _run(doctor, args)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "init": _init, "agent": _agent, "chat": _chat, "doctor": _doctor,
+}

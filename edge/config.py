@@ -1,0 +1,259 @@
+"""Typed, validated, frozen configuration: embedded defaults < TOML file < EDGE_* environment.
+
+Every component receives its own section (`config.provider`, `config.agent`, ...), never the tree.
+Secrets are never read from the TOML: a section names an environment variable (`api_key_env`) and
+`secret()` reads it from the environment or from systemd's `$CREDENTIALS_DIRECTORY`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from edge.errors import MISSING, ConfigError
+
+Autonomy = Literal["readonly", "supervised", "full"]
+SmallModel = Literal["auto", "on", "off"]
+ProviderKind = Literal["ollama", "openai"]
+
+DEFAULT_SHELL_ALLOW = (
+    "date", "uptime", "uname", "df", "free", "ls", "cat", "head", "tail", "wc", "grep",
+    "echo", "ping", "ip", "hostname", "whoami", "vcgencmd", "pinctrl", "i2cdetect", "systemctl",
+)
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    kind: ProviderKind = "ollama"
+    base_url: str = "http://127.0.0.1:11434"
+    model: str = "qwen2.5:3b"
+    api_key_env: str = ""  # name of the variable or credential holding the key; never the key
+    num_ctx: int = 8192  # upper bound for the context edge asks for; clipped to the model's maximum
+    keep_alive: str = "-1"  # an appliance keeps its model loaded; "5m" frees RAM when idle
+    think: bool = False
+    timeout_s: float = 120.0
+    max_retries: int = 3
+
+
+@dataclass(frozen=True)
+class FallbackProviderConfig(ProviderConfig):
+    """One entry of `[[provider.fallbacks]]`, tried in order when the primary is unavailable."""
+
+
+@dataclass(frozen=True)
+class PrimaryProviderConfig(ProviderConfig):
+    fallbacks: tuple[FallbackProviderConfig, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    max_tool_iterations: int = 8
+    small_model: SmallModel = "auto"
+    reply_tokens: int = 1024  # room kept free in the context for the answer
+    workspace_budget_tokens: int = 1500  # at most this much of the workspace files goes into the prompt
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    state_dir: str = ""  # "" → $STATE_DIRECTORY under systemd, else ~/.local/state/edge
+    workspace: str = ""  # "" → <state_dir>/workspace
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    autonomy: Autonomy = "supervised"
+    approval_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    timeout_s: float = 30.0
+    max_result_chars: int = 8000
+    shell_allow: tuple[str, ...] = DEFAULT_SHELL_ALLOW
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True)
+class Config:
+    provider: PrimaryProviderConfig = field(default_factory=PrimaryProviderConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    source: str = "embedded defaults"  # where the values came from, for messages
+
+    @property
+    def state_dir(self) -> Path:
+        if self.paths.state_dir:
+            return Path(self.paths.state_dir).expanduser()
+        if os.environ.get("STATE_DIRECTORY"):  # set by systemd's StateDirectory=
+            return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
+        return Path.home() / ".local" / "state" / "edge"
+
+    @property
+    def workspace(self) -> Path:
+        if self.paths.workspace:
+            return Path(self.paths.workspace).expanduser()
+        return self.state_dir / "workspace"
+
+    @property
+    def database(self) -> Path:
+        return self.state_dir / "edge.db"
+
+
+def search_paths() -> list[Path]:
+    """Where a config is looked for, first match wins (DESIGN.md, "Interfaces")."""
+    paths = [Path("edge.toml"), Path.home() / ".config" / "edge" / "edge.toml", Path("/etc/edge/edge.toml")]
+    if os.environ.get("EDGE_CONFIG"):
+        paths.insert(0, Path(os.environ["EDGE_CONFIG"]))
+    return paths
+
+
+def find_config(explicit: str | None) -> Path | None:
+    if explicit:
+        return Path(explicit)
+    return next((p for p in search_paths() if p.is_file()), None)
+
+
+def load(explicit_path: str | None = None, environ: typing.Mapping[str, str] | None = None) -> Config:
+    """Read, merge and validate the configuration; raise ConfigError naming file, key and expectation."""
+    environ = os.environ if environ is None else environ
+    path = find_config(explicit_path)
+    data: dict[str, Any] = {}
+    source = "embedded defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(source, "(file)", MISSING, "an existing TOML file (create one with `edge init`)") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(source, "(file)", str(exc), "a readable UTF-8 TOML file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(source, "(syntax)", str(exc), "valid TOML") from None
+    overrides = _env_overrides(environ)
+    for section, values in overrides.items():
+        target = data.setdefault(section, {})
+        if not isinstance(target, dict):
+            raise ConfigError(source, f"[{section}]", target, "a table")
+        target.update(values)
+    config = _build(Config, data, source, prefix="")
+    return dataclasses.replace(config, source=source)
+
+
+def _env_overrides(environ: typing.Mapping[str, str]) -> dict[str, dict[str, tuple[str, str]]]:
+    """EDGE_PROVIDER__MODEL=x → {"provider": {"model": ("x", "EDGE_PROVIDER__MODEL")}}."""
+    result: dict[str, dict[str, Any]] = {}
+    for name, value in environ.items():
+        if not name.startswith("EDGE_") or "__" not in name:
+            continue
+        section, _, key = name[5:].lower().partition("__")
+        result.setdefault(section, {})[key] = _FromEnv(value, name)
+    return result
+
+
+@dataclass(frozen=True)
+class _FromEnv:
+    """A value that arrived as a string from an environment variable; coerced by the field type."""
+
+    text: str
+    variable: str
+
+
+def _build(cls: type, data: object, source: str, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(source, prefix or "(top level)", data, "a table")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls) if f.name != "source"}
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"one of {', '.join(sorted(known))}" + (f" (did you mean {close[0]!r}?)" if close else "")
+            raise ConfigError(source, _key(prefix, key), data[key], hint)
+    values = {}
+    for name in known:
+        if name in data:
+            values[name] = _coerce(hints[name], data[name], source, _key(prefix, name))
+    return cls(**values)
+
+
+def _key(prefix: str, name: str) -> str:
+    if not prefix:
+        return f"[{name}]"
+    # "[provider]" + "model" → "[provider] model"; "[provider] fallbacks[0]" + "model" → "... fallbacks[0].model"
+    return f"{prefix} {name}" if " " not in prefix else f"{prefix}.{name}"
+
+
+def _coerce(hint: Any, value: Any, source: str, key: str) -> Any:
+    origin = typing.get_origin(hint)
+    if isinstance(value, _FromEnv):
+        source, key, value = f"environment variable {value.variable}", key, _parse_env(hint, value.text)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, source, key)
+    if origin is Literal:
+        allowed = typing.get_args(hint)
+        if value not in allowed:
+            raise ConfigError(source, key, value, "one of " + ", ".join(repr(a) for a in allowed))
+        return value
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        if not isinstance(value, list):
+            raise ConfigError(source, key, value, "a list")
+        return tuple(_coerce(item, v, source, f"{key}[{i}]") for i, v in enumerate(value))
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(source, key, value, "true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(source, key, value, "a whole number ≥ 0")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(source, key, value, "a number ≥ 0")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(source, key, value, "a string in quotes")
+        return value
+    raise TypeError(f"unsupported config type {hint}")
+
+
+def _parse_env(hint: Any, text: str) -> Any:
+    """Turn an environment string into the field's type; leave it a string when it does not parse."""
+    if hint is bool:
+        return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get(text.lower(), text)
+    if hint in (int, float):
+        try:
+            return hint(text)
+        except ValueError:
+            return text
+    if typing.get_origin(hint) is tuple:
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return text
+
+
+def secret(variable: str, environ: typing.Mapping[str, str] | None = None) -> str | None:
+    """The value of a secret: the environment first, then a systemd credential of that name."""
+    if not variable:
+        return None
+    environ = os.environ if environ is None else environ
+    if environ.get(variable):
+        return environ[variable]
+    cred_dir = environ.get("CREDENTIALS_DIRECTORY")
+    if cred_dir:
+        path = Path(cred_dir) / variable
+        if path.is_file():
+            return path.read_text(encoding="utf-8").strip()
+    return None

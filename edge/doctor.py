@@ -1,0 +1,108 @@
+"""`edge doctor`: checks that edge can work here, each with a fix when it cannot; healthy = exit code 0."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from edge.agent.context import choose_num_ctx, context_ceiling, is_small_model
+from edge.app import Runtime
+from edge.errors import EdgeError
+
+MIN_FREE_DISK_MB = 100
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+async def run_checks(runtime: Runtime) -> list[Check]:
+    checks = [Check("config", True, runtime.config.source)]
+    for name, probe in _PROBES:
+        try:
+            ok, detail = await probe(runtime)
+        except EdgeError as exc:
+            ok, detail = False, str(exc)
+        checks.append(Check(name, ok, detail))
+    return checks
+
+
+async def _provider(runtime: Runtime) -> tuple[bool, str]:
+    models = await runtime.provider.models()
+    return True, f"{runtime.provider.label} answers ({len(models)} model{'s' * (len(models) != 1)} available)"
+
+
+async def _model(runtime: Runtime) -> tuple[bool, str]:
+    provider = runtime.provider
+    model = provider.config.model
+    models = await provider.models()
+    if model in models or f"{model}:latest" in models:
+        return True, f"{model} is available"
+    hint = f"run `ollama pull {model}`" if provider.config.kind == "ollama" else "check [provider] model"
+    return False, f"{model} is not offered by the server ({', '.join(models[:6]) or 'none'}); {hint}"
+
+
+async def _capabilities(runtime: Runtime) -> tuple[bool, str]:
+    info = await runtime.provider.info()
+    small = is_small_model(runtime.config.agent, info)
+    ceiling = context_ceiling(runtime.provider.config, info)
+    tools = "native" if info.native_tools else "parsed from text (the model has no tool support)"
+    size = f"{info.parameters_b:g}B" if info.parameters_b else "unknown size"
+    maximum = info.context_length or "unknown"
+    offered = len(runtime.registry.offered(small))
+    return True, (f"{size}, max context {maximum}, num_ctx {choose_num_ctx(0, ceiling)}–{ceiling}; "
+                  f"tools {tools}; small-model mode {'on' if small else 'off'} ({offered} tools offered)")
+
+
+async def _workspace(runtime: Runtime) -> tuple[bool, str]:
+    workspace = runtime.config.workspace
+    probe = workspace / ".edge-doctor"
+    try:
+        workspace.mkdir(parents=True, exist_ok=True)
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        return False, f"cannot write {workspace} ({exc.strerror}); fix its owner or set [paths] workspace"
+    return True, f"{workspace} is writable"
+
+
+async def _database(runtime: Runtime) -> tuple[bool, str]:
+    result = await runtime.db.call(lambda con: con.execute("PRAGMA quick_check").fetchone()[0])
+    if result != "ok":
+        return False, f"{runtime.db.path} is damaged ({result}); move it aside to start afresh"
+    return True, f"{runtime.db.path} is sound"
+
+
+async def _disk(runtime: Runtime) -> tuple[bool, str]:
+    free_mb = shutil.disk_usage(runtime.config.state_dir).free // 1_000_000
+    if free_mb < MIN_FREE_DISK_MB:
+        return False, f"only {free_mb} MB free under {runtime.config.state_dir}; free some space"
+    return True, f"{free_mb} MB free"
+
+
+async def _clock(runtime: Runtime) -> tuple[bool, str]:
+    # A Pi has no RTC: before NTP syncs it believes it is 1970, and schedules fire wrong.
+    year = time.gmtime().tm_year
+    if year < 2025:
+        return False, f"the clock says {year}; connect to the network so NTP can set it (timedatectl)"
+    return True, time.strftime("%Y-%m-%d %H:%M %Z") + (" (TZ " + os.environ["TZ"] + ")" if os.environ.get("TZ") else "")
+
+
+_PROBES: list[tuple[str, Callable[[Runtime], Awaitable[tuple[bool, str]]]]] = [
+    ("provider", _provider), ("model", _model), ("capabilities", _capabilities), ("workspace", _workspace),
+    ("database", _database), ("disk", _disk), ("clock", _clock),
+]
+
+
+def render(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:<{width}}  {c.detail}" for c in checks]
+    healthy = all(c.ok for c in checks)
+    lines.append("healthy" if healthy else "not healthy: fix the FAIL lines above")
+    return "\n".join(lines)

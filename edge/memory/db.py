@@ -1,0 +1,91 @@
+"""The single SQLite file: one apsw connection owned by one thread, the only writer.
+
+Every query goes through `Database.call(fn)`, which runs `fn(connection)` on that thread, so the event
+loop never blocks on disk and writes are never interleaved. WAL with synchronous=NORMAL keeps fsyncs
+(and SD-card wear) low; library errors become StorageError here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+import apsw
+
+from edge.errors import StorageError
+from edge.memory.migrations import MIGRATIONS, migrate
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Database:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edge-db")
+        self._con: apsw.Connection | None = None
+
+    async def open(self) -> None:
+        await self._run(self._open)
+
+    def _open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = apsw.Connection(str(self.path))
+            con.setbusytimeout(5000)  # a second reader (`edge memory ...`) waits instead of failing
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("PRAGMA foreign_keys=ON")
+            migrate(con, MIGRATIONS)
+        except (apsw.Error, OSError) as exc:
+            raise _translate(exc, self.path) from exc
+        self._con = con
+
+    async def call(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run fn(connection) on the database thread; inside `with con:` it is one transaction."""
+        return await self._run(lambda: self._guarded(fn))
+
+    def _guarded(self, fn: Callable[[apsw.Connection], T]) -> T:
+        if self._con is None:
+            raise StorageError("the database is not open")
+        try:
+            return fn(self._con)
+        except (apsw.Error, OSError) as exc:
+            raise _translate(exc, self.path) from exc
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    async def close(self) -> None:
+        def _close() -> None:
+            if self._con is not None:
+                with contextlib.suppress(apsw.Error):
+                    self._con.close()
+                self._con = None
+
+        await self._run(_close)
+        self._executor.shutdown(wait=True)
+
+    async def __aenter__(self) -> Database:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _translate(exc: BaseException, path: Path) -> StorageError:
+    if isinstance(exc, apsw.FullError) or (isinstance(exc, OSError) and exc.errno == 28):
+        return StorageError(f"the disk holding {path} is full: nothing was saved; free some space and try again")
+    if isinstance(exc, apsw.BusyError):
+        return StorageError(f"the database {path} stayed locked by another process; try again")
+    if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return StorageError(f"the database {path} is damaged ({exc}); move it aside to start afresh")
+    if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError, PermissionError)):
+        return StorageError(f"cannot write the database {path} ({exc}); check the directory's owner and permissions")
+    return StorageError(f"database error in {path}: {exc}")

@@ -1,0 +1,74 @@
+"""Schema changes as a list of small functions; `PRAGMA user_version` counts how many have run.
+
+Never edit an applied migration: append a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+
+def m001_sessions_and_audit(con: apsw.Connection) -> None:
+    con.execute(
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            key TEXT NOT NULL,            -- who it belongs to, e.g. 'cli:chat'
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX sessions_key ON sessions(key, updated_at);
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            turn_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            extra BLOB,                   -- JSON: tool_calls, tool_call_id, name
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX messages_session ON messages(session_id, id);
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            session_id TEXT,
+            tool TEXT NOT NULL,
+            arguments TEXT NOT NULL,      -- scrubbed of secrets
+            decision TEXT NOT NULL,       -- allowed | approved | denied | invalid
+            ok INTEGER NOT NULL,
+            duration_ms REAL NOT NULL,
+            result TEXT NOT NULL          -- first few hundred characters, scrubbed
+        );
+        CREATE TABLE usage (
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            session_id TEXT,
+            model TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            requests INTEGER NOT NULL,
+            duration_ms REAL NOT NULL
+        );
+        CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """
+    )
+
+
+Migration = Callable[[apsw.Connection], None]
+MIGRATIONS: list[Migration] = [m001_sessions_and_audit]
+
+
+def migrate(con: apsw.Connection, migrations: list[Migration]) -> int:
+    """Apply the migrations not yet applied, each in its own transaction; return the new version."""
+    version = con.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(migrations):
+        raise apsw.SchemaChangeError(
+            f"the database has schema version {version}, newer than this edge knows ({len(migrations)}); upgrade edge"
+        )
+    for number, step in enumerate(migrations[version:], start=version + 1):
+        with con:
+            step(con)
+            con.execute(f"PRAGMA user_version = {number}")
+    return len(migrations)

@@ -1,0 +1,83 @@
+"""What `edge init` writes: the commented config and the workspace files read into the prompt.
+
+Kept as Python strings so the standalone build needs no data files.
+"""
+
+CONFIG_TOML = """\
+# edge.toml — configuration of edge. Every key is optional; the values shown are the defaults.
+# Any key can be overridden from the environment: EDGE_<SECTION>__<KEY>, e.g. EDGE_PROVIDER__MODEL.
+# Secrets never go here: name the environment variable (or systemd credential) that holds them.
+
+[provider]
+kind = "ollama"                      # "ollama" (native /api/chat) or "openai" (any /v1/chat/completions server)
+base_url = "http://127.0.0.1:11434"  # Ollama's default; e.g. "http://127.0.0.1:8080/v1" for llama.cpp
+model = "qwen2.5:3b"
+api_key_env = ""                     # e.g. "OPENAI_API_KEY": the *name* of the variable holding the key
+num_ctx = 8192                       # most context tokens edge asks for (clipped to the model's maximum)
+keep_alive = "-1"                    # keep the model loaded ("-1"), or free RAM after idle ("5m")
+think = false                        # thinking models answer faster and never empty with this off
+timeout_s = 120.0                    # seconds without a byte from the server before giving up
+max_retries = 3                      # retries on 429/503 and dropped connections
+
+# Fallbacks are tried in order when the provider above is unreachable:
+# [[provider.fallbacks]]
+# kind = "openai"
+# base_url = "https://api.openai.com/v1"
+# model = "gpt-4o-mini"
+# api_key_env = "OPENAI_API_KEY"
+
+[agent]
+max_tool_iterations = 8              # tool rounds per turn; then one final answer without tools
+small_model = "auto"                 # "auto" (≤ 4B parameters or ≤ 8k context), "on" or "off"
+reply_tokens = 1024                  # context kept free for the answer
+workspace_budget_tokens = 1500       # most of AGENTS.md, SOUL.md, ... that goes into the prompt
+
+[paths]
+state_dir = ""                       # "" = $STATE_DIRECTORY under systemd, else ~/.local/state/edge
+workspace = ""                       # "" = <state_dir>/workspace
+
+[security]
+autonomy = "supervised"              # "readonly", "supervised" (risky tools ask first) or "full"
+approval_timeout_s = 120.0           # an unanswered approval counts as "no"
+
+[tools]
+timeout_s = 30.0                     # per tool call
+max_result_chars = 8000              # longer tool output is cut before the model sees it
+shell_allow = ["date", "uptime", "uname", "df", "free", "ls", "cat", "head", "tail", "wc", "grep",
+               "echo", "ping", "ip", "hostname", "whoami", "vcgencmd", "pinctrl", "i2cdetect", "systemctl"]
+
+[log]
+level = "info"                       # "debug", "info", "warning" or "error"
+"""
+
+WORKSPACE_FILES = {
+    "AGENTS.md": """\
+# How you work
+You are edge, a personal assistant running on a small computer in the user's home.
+- Answer briefly and plainly. Prefer one or two sentences.
+- Use a tool when the answer depends on the real world (time, sensors, files, the system).
+- Never invent tool results. If a tool fails, say what failed and what the user can do.
+- Ask before doing anything that cannot be undone.
+""",
+    "SOUL.md": """\
+# Character
+Calm, practical and honest. You say when you do not know.
+""",
+    "USER.md": """\
+# About the user
+(Write here what edge should know about you: name, language, time zone, preferences.)
+""",
+    "TOOLS.md": """\
+# Notes on tools
+(Write here how your devices are set up, e.g. "the porch light is the relay on GPIO 17".)
+""",
+    "MEMORY.md": """\
+# Long-term notes
+(Facts worth keeping across conversations.)
+""",
+    "HEARTBEAT.md": """\
+# Heartbeat tasks
+(List here what edge should check on its own every so often, one task per line.
+While this file holds no task, the heartbeat makes no model call at all.)
+""",
+}
