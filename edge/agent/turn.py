@@ -52,7 +52,12 @@ class Agent:
             await self._save(session_id, turn_id, turn, started)
             raise
         turn.new.append({"role": "assistant", "content": result.text})
-        await self._save(session_id, turn_id, turn, started)
+        try:
+            await self._save(session_id, turn_id, turn, started)
+        except EdgeError as exc:  # the user already has the answer; tell them it was not kept
+            log.error("could not save the turn: %s", exc)
+            await turn.notice(f"this exchange was not saved: {exc}")
+        result.notices = turn.notices
         result.tool_calls, result.requests = turn.tool_calls, turn.requests
         result.prompt_tokens, result.completion_tokens = turn.prompt_tokens, turn.completion_tokens
         return result
@@ -141,7 +146,7 @@ class _Turn:
         self.prompt_tokens += reply.done.prompt_tokens or 0
         self.completion_tokens += reply.done.completion_tokens or 0
         if reply.truncated_to:
-            await self._notice(f"the model server read only {reply.truncated_to} prompt tokens of what was sent; "
+            await self.notice(f"the model server read only {reply.truncated_to} prompt tokens of what was sent; "
                                "it is cutting the context (raise its context size, or [provider] num_ctx)")
         return reply
 
@@ -156,10 +161,10 @@ class _Turn:
         if not reply.streamed and text:
             await self._stream(Delta(text))
         if reply.done.reason == "length":
-            await self._notice("the answer was cut off at the model's length limit; ask for a shorter answer "
+            await self.notice("the answer was cut off at the model's length limit; ask for a shorter answer "
                                "or raise [provider] num_ctx")
         return TurnResult(text=text, notices=self.notices)
 
-    async def _notice(self, text: str) -> None:
+    async def notice(self, text: str) -> None:
         self.notices.append(text)
         await self.sink(Notice(text))

@@ -147,6 +147,10 @@ class Chat:
 
     async def _approve(self, request: ApprovalRequest) -> Answer:
         print(f"\nAllow {request.describe()}? [y]es / [n]o / [a]lways this session: ", end="", flush=True)
+        if self.backlog:  # typed ahead (or piped): lines are answered in the order they came
+            line = self.backlog.popleft()
+            print(line.strip() if line else "")
+            return _parse_answer(line)
         self.approval = asyncio.get_running_loop().create_future()
         try:
             return await self.approval

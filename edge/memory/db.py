@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -18,7 +18,7 @@ from typing import TypeVar
 import apsw
 
 from edge.errors import StorageError
-from edge.memory.migrations import MIGRATIONS, migrate
+from edge.memory.migrations import MIGRATIONS, Migration
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,7 +47,7 @@ class Database:
         self._con = con
 
     async def call(self, fn: Callable[[apsw.Connection], T]) -> T:
-        """Run fn(connection) on the database thread; inside `with con:` it is one transaction."""
+        """Run fn(connection) on the database thread; inside `with transaction(con):` it is atomic."""
         return await self._run(lambda: self._guarded(fn))
 
     def _guarded(self, fn: Callable[[apsw.Connection], T]) -> T:
@@ -77,6 +77,34 @@ class Database:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+@contextlib.contextmanager
+def transaction(con: apsw.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE … COMMIT. Unlike `with con:`, it does not mask SQLITE_FULL: SQLite has already
+    rolled back by itself then, and a second rollback would replace the real error with another."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def migrate(con: apsw.Connection, migrations: list[Migration]) -> int:
+    """Apply the migrations not yet applied, each in its own transaction; return the new version."""
+    version = con.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(migrations):
+        raise apsw.SchemaChangeError(
+            f"the database has schema version {version}, newer than this edge knows ({len(migrations)}); upgrade edge"
+        )
+    for number, step in enumerate(migrations[version:], start=version + 1):
+        with transaction(con):
+            step(con)
+            con.execute(f"PRAGMA user_version = {number}")
+    return len(migrations)
 
 
 def _translate(exc: BaseException, path: Path) -> StorageError:

@@ -1,6 +1,6 @@
 """Schema changes as a list of small functions; `PRAGMA user_version` counts how many have run.
 
-Never edit an applied migration: append a new one.
+Never edit an applied migration: append a new one. `db.migrate()` applies them.
 """
 
 from __future__ import annotations
@@ -58,17 +58,3 @@ def m001_sessions_and_audit(con: apsw.Connection) -> None:
 
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[Migration] = [m001_sessions_and_audit]
-
-
-def migrate(con: apsw.Connection, migrations: list[Migration]) -> int:
-    """Apply the migrations not yet applied, each in its own transaction; return the new version."""
-    version = con.execute("PRAGMA user_version").fetchone()[0]
-    if version > len(migrations):
-        raise apsw.SchemaChangeError(
-            f"the database has schema version {version}, newer than this edge knows ({len(migrations)}); upgrade edge"
-        )
-    for number, step in enumerate(migrations[version:], start=version + 1):
-        with con:
-            step(con)
-            con.execute(f"PRAGMA user_version = {number}")
-    return len(migrations)

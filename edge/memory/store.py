@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import orjson
 
-from edge.memory.db import Database
+from edge.memory.db import Database, transaction
 
 Message = dict[str, Any]  # {"role", "content", optional "tool_calls", "tool_call_id", "name"}
 _EXTRA_KEYS = ("tool_calls", "tool_call_id", "name")
@@ -68,7 +68,7 @@ class Store:
         now = time.time()
 
         def write(con: apsw.Connection) -> None:
-            with con:
+            with transaction(con):
                 con.executemany(
                     "INSERT INTO messages (session_id, turn_id, role, content, extra, created_at) VALUES (?,?,?,?,?,?)",
                     [(session_id, turn_id, m["role"], m.get("content") or "", _extra(m), now) for m in messages],
@@ -122,7 +122,7 @@ class Store:
 def _create_session(con: apsw.Connection, key: str) -> str:
     session_id = uuid.uuid4().hex[:16]
     now = time.time()
-    with con:
+    with transaction(con):
         con.execute("INSERT INTO sessions (id, key, created_at, updated_at) VALUES (?,?,?,?)", (session_id, key, now, now))
         con.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (f"session:{key}", session_id))
     return session_id

@@ -128,7 +128,7 @@ async def test_think_false_by_default_and_empty_answer_is_asked_again(tmp_path, 
     llm.add_model(FakeModel("qwen3:1.7b", thinking=True))
     llm.script(Step(thinking="Let me think about this at length...", text=""), "Forty-two.")
     async with open_runtime(tmp_path, llm, provider={"model": "qwen3:1.7b"}) as rt:
-        result, sink = await turn(rt, "answer?")
+        result, _ = await turn(rt, "answer?")
     assert llm.chats()[0]["think"] is False
     assert result.text == "Forty-two."
     assert "empty" in llm.chats()[1]["messages"][-1]["content"]
@@ -176,7 +176,8 @@ async def test_wrongly_nested_arguments_are_unwrapped(tmp_path, llm: ScriptedLLM
     llm.script(Step(tool_calls=[{"name": "time_now", "arguments": {"arguments": {"timezone": "UTC"}}}]), "Done.")
     async with open_runtime(tmp_path, llm) as rt:
         result, _ = await turn(rt, "time?")
-    assert "UTC" in llm.chats()[1]["messages"][-1]["content"] and "Error" not in llm.chats()[1]["messages"][-1]["content"]
+    told = llm.chats()[1]["messages"][-1]["content"]
+    assert "UTC" in told and "Error" not in told and result.text == "Done."
 
 
 async def test_second_invalid_call_stops_tools_and_still_answers(tmp_path, llm: ScriptedLLM):
@@ -272,10 +273,13 @@ async def test_cancelled_turn_keeps_what_was_said(tmp_path, llm: ScriptedLLM):
     llm.script(Step(text="a long answer that never ends " * 20, delay=0.05))
     async with open_runtime(tmp_path, llm) as rt:
         session = await rt.store.current_session("test")
-        sink = Recorder()
+        streaming = asyncio.Event()
+
+        async def sink(event):
+            streaming.set()
+
         task = asyncio.create_task(rt.agent.turn(session, "talk", sink))
-        while not sink.events:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(streaming.wait(), 10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -178,10 +178,13 @@ class ScriptedLLM:
         try:
             response = web.StreamResponse(headers={"Content-Type": content_type})
             await response.prepare(request)
-            for piece in encode(step, body):
-                if step.delay:
-                    await asyncio.sleep(step.delay)
-                await response.write(piece)
+            try:
+                for piece in encode(step, body):
+                    if step.delay:
+                        await asyncio.sleep(step.delay)
+                    await response.write(piece)
+            except ConnectionResetError:  # the client stopped listening (a cancelled turn): normal
+                return response
             if step.drop:
                 request.transport.close()  # type: ignore[union-attr]  # the server went away mid-answer
                 return response
