@@ -87,7 +87,9 @@ class OpenAIProvider(HttpProvider):
                     slot = partial.setdefault(piece.get("index", len(partial)), {"id": "", "name": "", "arguments": ""})
                     function = piece.get("function") or {}
                     slot["id"] = piece.get("id") or slot["id"]
-                    slot["name"] += function.get("name") or ""
+                    name = function.get("name") or ""
+                    if name != slot["name"]:  # llama.cpp repeats the whole name in every chunk; OpenAI sends it once
+                        slot["name"] += name
                     slot["arguments"] += function.get("arguments") or ""
                 finish = choice.get("finish_reason") or finish
         else:

@@ -33,6 +33,7 @@ class Step:
     delay: float = 0.0  # seconds before each chunk
     chunk: int = 6  # characters per streamed chunk
     prompt_eval_count: int | None = None  # default: the prompt's real size, ~4 characters a token
+    llama_cpp_style: bool = False  # repeat the id and name in every tool-call chunk, as llama.cpp's server does
 
 
 @dataclass
@@ -245,7 +246,11 @@ class ScriptedLLM:
             half = len(text) // 2
             events.append(event({"tool_calls": [{"index": index, "id": f"call_{index}", "type": "function",
                                                  "function": {"name": call["name"], "arguments": text[:half]}}]}))
-            events.append(event({"tool_calls": [{"index": index, "function": {"arguments": text[half:]}}]}))
+            rest: dict[str, Any] = {"index": index, "function": {"arguments": text[half:]}}
+            if step.llama_cpp_style:
+                rest = {"index": index, "id": f"call_{index}", "type": "function",
+                        "function": {"name": call["name"], "arguments": text[half:]}}
+            events.append(event({"tool_calls": [rest]}))
         finish = "tool_calls" if step.tool_calls else step.done_reason
         events.append(event({}, finish))
         usage = {"prompt_tokens": self._prompt_tokens(body, step), "completion_tokens": max(1, len(step.text) // 4)}

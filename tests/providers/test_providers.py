@@ -90,9 +90,10 @@ async def test_error_after_http_200_is_raised(llm: ScriptedLLM, make):
         await collect(make(llm))
 
 
-async def test_openai_tool_call_arguments_are_reassembled_from_pieces(llm: ScriptedLLM):
+@pytest.mark.parametrize("llama_cpp_style", [False, True])
+async def test_openai_tool_call_arguments_are_reassembled_from_pieces(llm: ScriptedLLM, llama_cpp_style):
     llm.script(Step(tool_calls=[{"name": "gpio_write", "arguments": {"name": "porch light", "state": "on"}},
-                                {"name": "time_now", "arguments": {}}]))
+                                {"name": "time_now", "arguments": {}}], llama_cpp_style=llama_cpp_style))
     events = await collect(openai(llm.openai_url))
     calls = next(e for e in events if isinstance(e, ToolCalls)).calls
     assert [(c.id, c.name, c.arguments) for c in calls] == [
