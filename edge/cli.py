@@ -54,22 +54,24 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _load(args: argparse.Namespace, interactive: bool = False):  # type: ignore[no-untyped-def]
     from edge import config
     from edge.platform import logging
 
     loaded = config.load(args.config)
-    logging.setup(loaded.log.level)
+    # In a terminal the answer already says what went wrong; only errors (or debugging) add to it.
+    logging.setup("error" if interactive and loaded.log.level != "debug" else loaded.log.level)
     return loaded
 
 
-def _run(coroutine_factory: Callable[[Any], Coroutine[Any, Any, int]], args: argparse.Namespace) -> int:
+def _run(coroutine_factory: Callable[[Any], Coroutine[Any, Any, int]], args: argparse.Namespace,
+         interactive: bool = True) -> int:
     """Open the runtime (database, provider, tools) on uvloop, run one command, close it all."""
     import uvloop
 
     from edge.app import runtime
 
-    config = _load(args)
+    config = _load(args, interactive)
 
     async def go() -> int:
         async with runtime(config) as rt:

@@ -2,8 +2,8 @@
 
     EdgeError
     ├── ConfigError          bad or missing configuration (fatal at start, names file and key)
-    ├── ProviderError        the model server failed; `retryable` says whether trying again may help
-    │   ├── ProviderUnavailable   connection refused / reset / timed out, 5xx, 429
+    ├── ProviderError        the model server failed
+    │   ├── ProviderUnavailable   refused, dropped, timed out, 5xx, 429 (`retryable` says if a retry may help)
     │   ├── ModelNotFound         the server does not have the model
     │   ├── ToolsUnsupported      the model rejects tool definitions
     │   └── ProviderProtocolError the server answered something we cannot read
@@ -34,15 +34,17 @@ class ConfigError(EdgeError):
 
 
 class ProviderError(EdgeError):
-    retryable = False
+    pass
 
 
 class ProviderUnavailable(ProviderError):
-    retryable = True
+    """Unreachable or overloaded; a fallback provider may answer. Busy and dropped are worth retrying,
+    refused is not: nothing is listening."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, retryable: bool = True) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.retryable = retryable
 
 
 class ModelNotFound(ProviderError):

@@ -153,11 +153,14 @@ class HttpProvider:
 
     def unreachable(self, exc: BaseException) -> ProviderUnavailable:
         reason = str(exc) or type(exc).__name__
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            reason = "connection refused" if isinstance(exc.os_error, ConnectionRefusedError) else str(exc.os_error)
+        refused = isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, ConnectionRefusedError)
+        if refused:
+            reason = "connection refused"
+        elif isinstance(exc, aiohttp.ClientConnectorError):
+            reason = str(exc.os_error)
         elif isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
             reason = f"no answer within {self.config.timeout_s:g} s"
-        return ProviderUnavailable(f"cannot reach {self.label} ({reason}). {self.start_hint}")
+        return ProviderUnavailable(f"cannot reach {self.label} ({reason}). {self.start_hint}", retryable=not refused)
 
     async def lines(self, path: str, body: dict[str, Any], separator: bytes = b"\n") -> AsyncIterator[bytes]:
         """POST and yield the response's non-empty lines, as they arrive, holding the model lock."""
@@ -234,7 +237,7 @@ async def with_retries(
                 yield event
             return
         except ProviderUnavailable as exc:
-            if yielded or number == max_retries:
+            if yielded or number == max_retries or not exc.retryable:
                 raise
             delay = exc.retry_after if exc.retry_after is not None else base_delay * 2**number
             log.warning("%s; retrying in %.1f s (%d/%d)", exc, delay, number + 1, max_retries)

@@ -46,6 +46,12 @@ async def test_connection_refused_names_the_url_and_how_to_start_ollama():
     assert url in str(caught.value) and "connection refused" in str(caught.value) and "ollama serve" in str(caught.value)
 
 
+async def test_connection_refused_is_not_retried(caplog):
+    with pytest.raises(ProviderUnavailable):
+        await collect(ollama(f"http://127.0.0.1:{free_port()}", max_retries=5))
+    assert "retrying" not in caplog.text  # nothing listens: waiting would only delay the answer
+
+
 async def test_missing_model_says_ollama_pull(llm: ScriptedLLM):
     provider = ollama(llm.ollama_url)
     provider.use_model("llama3.2:3b")
