@@ -23,7 +23,7 @@ from edge.errors import EdgeError, ToolsUnsupported
 from edge.memory.store import Store, Usage
 from edge.providers.base import Provider
 from edge.tools.policy import Approver
-from edge.tools.registry import Registry, ToolResult
+from edge.tools.registry import Registry, ToolCall, ToolResult
 
 log = logging.getLogger(__name__)
 EMPTY_ANSWER = "(The model gave an empty answer. Try again, or try a larger model.)"
@@ -75,16 +75,23 @@ class _Turn:
         self.new: list[dict[str, Any]] = []  # messages this turn adds after the user's
         self.partial = ""  # text streamed so far, kept if the turn is cancelled
         self.notices: list[str] = []
+        self.seen: dict[str, ToolResult] = {}  # call fingerprint → result: identical calls run once
+        self.repaired = False  # the model has had its one message about a wrong call
         self.tool_calls = self.requests = self.prompt_tokens = self.completion_tokens = 0
+        # Set by _prepare() from the model's capabilities:
+        self.small = self.native = False
+        self.ceiling = 0
+        self.specs: list[dict[str, Any]] = []
+        self.system = ""
+        self.history: list[dict[str, Any]] = []
 
     async def run(self) -> TurnResult:
         await self._prepare()
-        seen: dict[str, ToolResult] = {}
-        repaired = asked_again = False
+        asked_again = False
         nudge: str | None = None
         stop_reason = f"the limit of {self.agent.config.max_tool_iterations} tool rounds was reached"
         for _ in range(self.agent.config.max_tool_iterations):
-            reply = await self._ask(self.tools, nudge)
+            reply = await self._ask(with_tools=True, nudge=nudge)
             nudge = None
             calls = reply.calls
             if not calls and self.specs:
@@ -96,30 +103,35 @@ class _Turn:
                 continue
             self.new.append({"role": "assistant", "content": reply.text,
                              "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]})
-            problem = None
-            for call in calls:
-                result, repeat = seen.get(call.fingerprint()), True
-                if result is None:
-                    repeat = False
-                    await self.sink(ToolActivity(call.name, call.arguments))
-                    result = seen[call.fingerprint()] = await self.agent.registry.execute(
-                        call, self.session_id, self.approver, self.small)
-                    self.tool_calls += 1
-                    await self.sink(ToolActivity(call.name, call.arguments, result))
-                content = f"(Same call already made in this turn; its result:)\n{result.content}" if repeat else result.content
-                self.new.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
-                if repeat:
-                    problem = problem or f"{call.name} was asked for again with the same arguments"
-                elif result.outcome in ("invalid", "unknown"):
-                    problem = problem or (f"the tool call was still wrong ({result.content})" if repaired else None)
-                    repaired = True
+            problem = await self._run_calls(calls)
             if problem:
                 stop_reason = problem
                 break
-        final = await self._ask([], _NO_MORE_TOOLS.format(reason=stop_reason))
+        final = await self._ask(with_tools=False, nudge=_NO_MORE_TOOLS.format(reason=stop_reason))
         if self.specs:  # a model told "no more tools" may still write one: never show it raw
             _, final.text = extract_tool_calls(final.text, self.agent.registry.get)
         return await self._finish(final, stop_reason)
+
+    async def _run_calls(self, calls: list[ToolCall]) -> str | None:
+        """Run one round of calls, answering each; return why the tool rounds must stop, if they must."""
+        problem = None
+        for call in calls:
+            result = self.seen.get(call.fingerprint())
+            repeat = result is not None
+            if result is None:
+                await self.sink(ToolActivity(call.name, call.arguments))
+                result = self.seen[call.fingerprint()] = await self.agent.registry.execute(
+                    call, self.session_id, self.approver, self.small)
+                self.tool_calls += 1
+                await self.sink(ToolActivity(call.name, call.arguments, result))
+            content = f"(Same call already made in this turn; its result:)\n{result.content}" if repeat else result.content
+            self.new.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+            if repeat:
+                problem = problem or f"{call.name} was asked for again with the same arguments"
+            elif result.outcome in ("invalid", "unknown"):
+                problem = problem or (f"the tool call was still wrong ({result.content})" if self.repaired else None)
+                self.repaired = True
+        return problem
 
     async def _prepare(self) -> None:
         info = await self.agent.provider.info()
@@ -127,27 +139,26 @@ class _Turn:
         self.ceiling = context_ceiling(self.agent.provider.config, info)
         self.specs = self.agent.registry.specs(self.small)
         self.native = info.native_tools
-        self.tools = self.specs if self.native else []
         self.system = self.agent.prompt.build(self.small, [] if self.native else self.specs)
         self.history = await self.agent.store.history(self.session_id)  # ends with this turn's user message
 
-    async def _ask(self, tools: list[dict[str, Any]], nudge: str | None = None) -> Reply:
+    async def _ask(self, with_tools: bool, nudge: str | None = None) -> Reply:
         messages = self.history + self.new + ([{"role": "user", "content": nudge}] if nudge else [])
-        request = Request(self.system, messages, tools if self.native else [], self.ceiling,
-                          self.agent.config.reply_tokens, self.small)
+        tools = self.specs if with_tools and self.native else []
+        request = Request(self.system, messages, tools, self.ceiling, self.agent.config.reply_tokens, self.small)
         try:
             reply = await stream_reply(self.agent.provider, request, self._stream, text_tools=not self.native)
         except ToolsUnsupported:
             log.warning("%s rejects native tools; describing them in the prompt instead", self.agent.provider.config.model)
             self.agent.provider.forget_tools()
             await self._prepare()
-            return await self._ask(self.tools, nudge)
+            return await self._ask(with_tools, nudge)
         self.requests += 1
         self.prompt_tokens += reply.done.prompt_tokens or 0
         self.completion_tokens += reply.done.completion_tokens or 0
         if reply.truncated_to:
             await self.notice(f"the model server read only {reply.truncated_to} prompt tokens of what was sent; "
-                               "it is cutting the context (raise its context size, or [provider] num_ctx)")
+                              "it is cutting the context (raise its context size, or [provider] num_ctx)")
         return reply
 
     async def _stream(self, event: Delta) -> None:
