@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from edge.agent.loop import AgentLoop
 from edge.agent.turn import Agent
+from edge.bus import Bus
 from edge.config import Config, ProviderConfig, secret
+from edge.errors import EdgeError
 from edge.memory.db import Database
 from edge.memory.store import Store
+from edge.metrics import Counters
 from edge.platform.logging import register_secret
+from edge.platform.systemd import LoopMonitor, Notifier
 from edge.providers.base import FallbackChain, Provider
 from edge.providers.ollama import OllamaProvider
 from edge.providers.openai import OpenAIProvider
+from edge.supervise import Health, Service, supervise
 from edge.templates import WORKSPACE_FILES
 from edge.tools.files import file_tools
 from edge.tools.policy import PolicyGate
@@ -22,6 +30,7 @@ from edge.tools.registry import Registry
 from edge.tools.shell import shell_tools
 from edge.tools.system import system_tools
 
+log = logging.getLogger(__name__)
 PROVIDERS = {"ollama": OllamaProvider, "openai": OpenAIProvider}  # literal classes: Nuitka follows them
 
 
@@ -72,3 +81,57 @@ async def runtime(config: Config) -> AsyncIterator[Runtime]:
         registry = Registry(tools, PolicyGate(config.security), store, config.tools)
         agent = Agent(provider, registry, store, config.agent, config.workspace)
         yield Runtime(config, db, store, provider, registry, agent)
+
+
+async def serve(config: Config, notifier: Notifier) -> None:
+    """`edge run`: every service under supervise() in one TaskGroup, until cancelled (the stop signal)."""
+    health, counters, bus = Health(), Counters(), Bus()
+    async with runtime(config) as rt:
+        monitor = LoopMonitor(notifier)
+        services: dict[str, Service] = {
+            "watchdog": monitor.run,
+            "agent": AgentLoop(bus, rt, config.agent, counters).run,
+        }
+        if config.gateway.enabled:
+            services["gateway"] = await _gateway(config, rt, bus, health, counters, monitor)
+        async with asyncio.TaskGroup() as group:
+            for name, service in services.items():
+                group.create_task(supervise(name, service, health), name=name)
+            group.create_task(_announce(rt, health, notifier), name="announce")
+
+
+async def _gateway(config: Config, rt: Runtime, bus: Bus, health: Health, counters: Counters,
+                   monitor: LoopMonitor) -> Service:
+    from edge.gateway.auth import Clients, new_pairing_code
+    from edge.gateway.server import Gateway
+
+    clients = Clients(rt.db, config.gateway)
+    await clients.load()
+    webhook_secret = secret(config.gateway.webhook_secret_env)
+    register_secret(webhook_secret)
+    gateway = Gateway(config.gateway, bus, clients, health, counters, monitor, lambda: rt.provider.config.model,
+                      webhook_secret)
+    if config.gateway.pairing:
+        code = await new_pairing_code(rt.db, config.gateway.pairing_code_ttl_s)
+        minutes = config.gateway.pairing_code_ttl_s / 60
+        log.info("pairing code for a new client (POST /pair, X-Pairing-Code; valid %.0f min; `edge pair` makes another):",
+                 minutes)
+        print(code, flush=True)  # alone on its own line, so a script or a person can pick it out
+    return gateway.run
+
+
+async def _announce(rt: Runtime, health: Health, notifier: Notifier) -> None:
+    """READY=1 once every service has come up or failed once; then STATUS= whenever it changes."""
+    await asyncio.gather(*(c.settled.wait() for c in health.components.values()))
+    notifier.ready(health.summary())
+    log.info("edge is ready: %s", health.summary())
+    try:
+        await rt.provider.warm()  # the first answer should not wait for the model to load
+    except EdgeError as exc:
+        log.warning("could not preload the model: %s", exc)
+    shown = health.summary()
+    while True:
+        await asyncio.sleep(5)
+        if health.summary() != shown:
+            shown = health.summary()
+            notifier.status(shown)

@@ -29,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("-m", "--message", required=True, help="the message")
     agent.add_argument("--session", default="cli:agent", help="conversation to continue (default: %(default)s)")
     sub.add_parser("chat", parents=[common], help="talk to edge in the terminal")
+    sub.add_parser("run", parents=[common], help="run the daemon: agent, gateway, watchdog (for systemd)")
+    sub.add_parser("pair", parents=[common], help="print a fresh one-time pairing code for a new client")
+    sub.add_parser("status", parents=[common], help="ask the running daemon how it is")
     sub.add_parser("doctor", parents=[common], help="check provider, model, workspace, disk, clock")
     sub.add_parser("version", parents=[common], help="print the version")
     return parser
@@ -125,6 +128,88 @@ def _doctor(args: argparse.Namespace) -> int:
     return _run(doctor, args)
 
 
+def _daemon(args: argparse.Namespace) -> int:
+    import logging
+    import os
+    import signal
+
+    import uvloop
+
+    from edge.app import serve
+    from edge.platform.systemd import Notifier
+
+    config = _load(args)
+    notifier = Notifier()
+
+    async def go() -> int:
+        main = asyncio.current_task()
+        assert main is not None
+        loop = asyncio.get_running_loop()
+
+        def stop(name: str) -> None:
+            if main.cancelling():
+                return
+            logging.getLogger("edge.run").info("%s: stopping", name)
+            notifier.stopping()
+            main.cancel()
+            # Whatever hangs, the process is gone within 5 s: systemd would otherwise wait for TimeoutStopSec.
+            loop.call_later(4.5, os._exit, 1)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop, sig.name)
+        try:
+            await serve(config, notifier)
+        except asyncio.CancelledError:
+            if not main.cancelling():
+                raise
+        return 0
+
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(go())
+    finally:
+        notifier.close()
+
+
+def _pair(args: argparse.Namespace) -> int:
+    from edge.gateway.auth import new_pairing_code
+    from edge.memory.db import Database
+
+    config = _load(args, interactive=True)
+
+    async def go() -> int:
+        async with Database(config.database) as db:
+            code = await new_pairing_code(db, config.gateway.pairing_code_ttl_s)
+        print(f"One-time pairing code, valid {config.gateway.pairing_code_ttl_s / 60:.0f} min "
+              "(web chat: enter it; API: POST /pair with X-Pairing-Code):", file=sys.stderr)
+        print(code)
+        return 0
+
+    return asyncio.run(go())
+
+
+def _status(args: argparse.Namespace) -> int:
+    import json
+    import urllib.error
+    import urllib.request
+
+    config = _load(args, interactive=True)
+    host = "127.0.0.1" if config.gateway.host in ("0.0.0.0", "::", "") else config.gateway.host
+    url = f"http://{host}:{config.gateway.port}/health"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.load(response)
+    except urllib.error.HTTPError as exc:  # 503 still carries the component list
+        body = json.load(exc)
+    except (OSError, ValueError) as exc:
+        print(f"edge is not running (or not at {url}): {exc}", file=sys.stderr)
+        return 1
+    print(f"edge {body.get('version')}: {body.get('status')}, up {body.get('uptime_s', 0):.0f} s")
+    for name, component in body.get("components", {}).items():
+        print(f"  {name:<10} {component['status']:<8} restarts {component['restarts']}")
+    return 0 if body.get("status") == "ok" else 1
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "init": _init, "agent": _agent, "chat": _chat, "doctor": _doctor,
+    "init": _init, "agent": _agent, "chat": _chat, "doctor": _doctor, "run": _daemon, "pair": _pair, "status": _status,
 }

@@ -57,6 +57,20 @@ class AgentConfig:
     small_model: SmallModel = "auto"
     reply_tokens: int = 1024  # room kept free in the context for the answer
     workspace_budget_tokens: int = 1500  # at most this much of the workspace files goes into the prompt
+    max_concurrent_turns: int = 2  # turns in flight across all sessions (one local model serializes anyway)
+    interrupt: bool = False  # a new message stops its session's running turn instead of waiting for it
+    sender_messages_per_minute: int = 20  # the brake against runaway loops; 0 = no limit
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    enabled: bool = True
+    host: str = "127.0.0.1"  # anything else is refused unless pairing is on
+    port: int = 8765
+    pairing: bool = True  # clients need a token from POST /pair; off only on loopback
+    webhook_secret_env: str = ""  # names the variable holding the HMAC secret for X-Edge-Signature
+    requests_per_minute: int = 60  # per client
+    pairing_code_ttl_s: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,7 @@ class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     source: str = "embedded defaults"  # where the values came from, for messages
@@ -149,7 +164,16 @@ def load(explicit_path: str | None = None, environ: typing.Mapping[str, str] | N
             raise ConfigError(source, f"[{section}]", target, "a table")
         target.update(values)
     config = _build(Config, data, source, prefix="")
+    _check_gateway(config.gateway, source)
     return dataclasses.replace(config, source=source)
+
+
+def _check_gateway(gateway: GatewayConfig, source: str) -> None:
+    if not gateway.pairing and gateway.host not in ("127.0.0.1", "::1", "localhost"):
+        raise ConfigError(source, "[gateway] pairing", False,
+                          f"true when [gateway] host is {gateway.host!r}: an open gateway off loopback lets anyone in")
+    if not 0 < gateway.port < 65536:
+        raise ConfigError(source, "[gateway] port", gateway.port, "a port number from 1 to 65535")
 
 
 def _env_overrides(environ: typing.Mapping[str, str]) -> dict[str, dict[str, tuple[str, str]]]:

@@ -31,6 +31,18 @@ max_tool_iterations = 8              # tool rounds per turn; then one final answ
 small_model = "auto"                 # "auto" (≤ 4B parameters or ≤ 8k context), "on" or "off"
 reply_tokens = 1024                  # context kept free for the answer
 workspace_budget_tokens = 1500       # most of AGENTS.md, SOUL.md, ... that goes into the prompt
+max_concurrent_turns = 2             # turns in flight at once (requests to one local model queue anyway)
+interrupt = false                    # true: a new message stops the running turn of its conversation
+sender_messages_per_minute = 20      # brake against runaway loops; 0 = none
+
+[gateway]                            # HTTP API, web chat and webhooks of `edge run`
+enabled = true
+host = "127.0.0.1"                   # another address needs pairing = true, and is logged loudly
+port = 8765
+pairing = true                       # clients get a token with the one-time code from `edge pair`
+webhook_secret_env = ""              # e.g. "EDGE_WEBHOOK_SECRET": then POST /webhook needs X-Edge-Signature
+requests_per_minute = 60             # per client
+pairing_code_ttl_s = 3600.0          # how long a pairing code stays valid
 
 [paths]
 state_dir = ""                       # "" = $STATE_DIRECTORY under systemd, else ~/.local/state/edge

@@ -110,7 +110,7 @@ def test_ctrl_c_cancels_the_turn_not_the_chat(tmp_path, llm: ScriptedLLM):
         process.kill()
     assert process.returncode == 0, err
     assert "[stopped]" in out and "Second answer." in out
-    assert llm.chats()[1]["messages"][2]["content"].endswith("[stopped by the user]")
+    assert llm.chats()[1]["messages"][2]["content"].endswith("[stopped]")
 
 
 def test_doctor_exit_code_follows_health(tmp_path, llm: ScriptedLLM):

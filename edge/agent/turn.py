@@ -48,7 +48,7 @@ class Agent:
             result = TurnResult(text=f"Sorry, I could not get an answer: {exc}", error=str(exc))
             await sink(Delta(result.text))
         except asyncio.CancelledError:
-            turn.new.append({"role": "assistant", "content": turn.partial + " [stopped by the user]"})
+            turn.new.append({"role": "assistant", "content": turn.partial + " [stopped]"})
             await self._save(session_id, turn_id, turn, started)
             raise
         turn.new.append({"role": "assistant", "content": result.text})

@@ -56,5 +56,26 @@ def m001_sessions_and_audit(con: apsw.Connection) -> None:
     )
 
 
+def m002_gateway_clients(con: apsw.Connection) -> None:
+    con.execute(
+        """
+        CREATE TABLE clients (
+            token_hash TEXT PRIMARY KEY,  -- sha256 of the bearer token; the token itself is never stored
+            name TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            last_seen REAL
+        );
+        CREATE TABLE pairing_codes (code_hash TEXT PRIMARY KEY, expires_at REAL NOT NULL);
+        CREATE TABLE idempotency (
+            client TEXT NOT NULL,
+            key TEXT NOT NULL,
+            response BLOB NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (client, key)
+        );
+        """
+    )
+
+
 Migration = Callable[[apsw.Connection], None]
-MIGRATIONS: list[Migration] = [m001_sessions_and_audit]
+MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients]

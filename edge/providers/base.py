@@ -70,6 +70,9 @@ class Provider(Protocol):
 
     def use_model(self, model: str) -> None: ...
 
+    async def warm(self) -> None:
+        """Load the model now, so that the first real answer does not wait for it."""
+
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, num_ctx: int) -> AsyncIterator[Event]: ...
 
     def forget_tools(self) -> None:
@@ -117,6 +120,9 @@ class HttpProvider:
     def use_model(self, model: str) -> None:
         self.config = dataclasses.replace(self.config, model=model)
         self._info = None
+
+    async def warm(self) -> None:
+        await self.info()  # servers without a preload call: at least the capability probe is done
 
     def forget_tools(self) -> None:
         if self._info is not None:
@@ -264,6 +270,9 @@ class FallbackChain:
 
     async def models(self) -> list[str]:
         return await self._first(lambda p: p.models())
+
+    async def warm(self) -> None:
+        await self._first(lambda p: p.warm())
 
     def use_model(self, model: str) -> None:
         self.providers[0].use_model(model)

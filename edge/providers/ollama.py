@@ -52,6 +52,12 @@ class OllamaProvider(HttpProvider):
             )
         return self._info
 
+    async def warm(self) -> None:
+        await self.info()
+        # An empty chat loads the model and keeps it for keep_alive (notes/ollama.md).
+        await self.request_json("POST", "/api/chat", {"model": self.config.model, "messages": [], "stream": False,
+                                                      "keep_alive": _keep_alive(self.config.keep_alive)})
+
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, num_ctx: int) -> AsyncIterator[Event]:
         body: dict[str, Any] = {
             "model": self.config.model,

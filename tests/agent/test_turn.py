@@ -285,7 +285,7 @@ async def test_cancelled_turn_keeps_what_was_said(tmp_path, llm: ScriptedLLM):
             await task
         history = await rt.store.history(session)
     assert [m["role"] for m in history] == ["user", "assistant"]
-    assert history[-1]["content"].endswith("[stopped by the user]")
+    assert history[-1]["content"].endswith("[stopped]")
 
 
 async def test_history_persists_and_keeps_tool_pairs(tmp_path, llm: ScriptedLLM):

@@ -54,6 +54,7 @@ class ScriptedLLM:
         self.models: dict[str, FakeModel] = {}
         self.in_flight = 0
         self.max_in_flight = 0
+        self.chunks_sent = 0
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -184,6 +185,7 @@ class ScriptedLLM:
                     if step.delay:
                         await asyncio.sleep(step.delay)
                     await response.write(piece)
+                    self.chunks_sent += 1
             except ConnectionResetError:  # the client stopped listening (a cancelled turn): normal
                 return response
             if step.drop:
@@ -195,6 +197,13 @@ class ScriptedLLM:
             self.in_flight -= 1
 
     async def _ollama_chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if not body.get("messages"):  # Ollama's preload: an empty chat loads the model and answers at once
+            self.requests.append(("/api/chat:load", body))
+            if body.get("model") not in self.models:
+                return web.json_response({"error": f"model \"{body.get('model')}\" not found"}, status=404)
+            return web.json_response({"model": body["model"], "message": {"role": "assistant", "content": ""},
+                                      "done": True, "done_reason": "load"})
         return await self._stream(request, "/api/chat", self._ollama_lines, "application/x-ndjson")
 
     async def _openai_chat(self, request: web.Request) -> web.StreamResponse:
