@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import contextlib
+import itertools
 import os
 import socket
 import time
