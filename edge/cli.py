@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from edge.platform.tls import load_ca_on_demand
+
+    load_ca_on_demand()  # before anything imports aiohttp
     args = _parser().parse_args(argv)
     if args.command is None:
         _parser().print_help()

@@ -8,7 +8,6 @@ Secrets are never read from the TOML: a section names an environment variable (`
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import tomllib
 import typing
@@ -202,6 +201,8 @@ def _build(cls: type, data: object, source: str, prefix: str) -> Any:
     known = {f.name: f for f in dataclasses.fields(cls) if f.name != "source"}
     for key in data:
         if key not in known:
+            import difflib  # only on this error path
+
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"one of {', '.join(sorted(known))}" + (f" (did you mean {close[0]!r}?)" if close else "")
             raise ConfigError(source, _key(prefix, key), data[key], hint)

@@ -7,7 +7,6 @@ import os
 import shutil
 from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from edge.errors import ToolError
 from edge.tools.base import Tool, tool
@@ -20,6 +19,8 @@ def system_tools(disk_path: Path, proc: Path = Path("/proc"), sys: Path = Path("
         Args:
             timezone: an IANA zone such as "Europe/Paris"; empty for the device's own zone.
         """
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only when asked: it costs RAM at idle
+
         try:
             zone = ZoneInfo(timezone) if timezone else None
         except (ZoneInfoNotFoundError, ValueError):
