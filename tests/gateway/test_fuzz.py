@@ -21,11 +21,15 @@ bodies = st.one_of(
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+def unreachable_model_gateway(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """A gateway whose model is down (turns fail fast) and with no rate limit, so every input is processed."""
+    return gateway_harness(tmp_path_factory.mktemp("fuzz"), None, provider={"base_url": "http://127.0.0.1:9", "max_retries": 0},
+                           gateway={"requests_per_minute": 0})
+
+
 def test_webhook_survives_any_body(tmp_path_factory):
     async def check(samples: list[bytes]) -> None:
-        async with gateway_harness(tmp_path_factory.mktemp("fuzz"), None, provider={"base_url": "http://127.0.0.1:9",
-                                                                                      "max_retries": 0},
-                                   gateway={"requests_per_minute": 0}) as h:
+        async with unreachable_model_gateway(tmp_path_factory) as h:
             token = await h.pair()
             for body in samples:
                 response = await h.client.post("/webhook", data=body, headers=Harness.auth(token))
@@ -43,9 +47,7 @@ def test_webhook_survives_any_body(tmp_path_factory):
 
 def test_chat_socket_survives_any_frame(tmp_path_factory):
     async def check(frames: list[str]) -> None:
-        async with gateway_harness(tmp_path_factory.mktemp("fuzz"), None, provider={"base_url": "http://127.0.0.1:9",
-                                                                                      "max_retries": 0},
-                                   gateway={"requests_per_minute": 0}) as h:
+        async with unreachable_model_gateway(tmp_path_factory) as h:
             token = await h.pair()
             async with h.client.ws_connect("/ws/chat") as ws:
                 await ws.send_json({"type": "auth", "token": token})
