@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,9 @@ from edge.providers.ollama import OllamaProvider
 from edge.providers.openai import OpenAIProvider
 from edge.supervise import Health, Service, supervise
 from edge.templates import WORKSPACE_FILES
+from edge.tools.base import Tool
 from edge.tools.files import file_tools
+from edge.tools.notify import notify_tools
 from edge.tools.policy import PolicyGate
 from edge.tools.registry import Registry
 from edge.tools.shell import shell_tools
@@ -63,7 +65,7 @@ def seed_workspace(workspace: Path, overwrite: bool = False) -> list[Path]:
 
 
 @contextlib.asynccontextmanager
-async def runtime(config: Config) -> AsyncIterator[Runtime]:
+async def runtime(config: Config, extra_tools: Sequence[Tool] = ()) -> AsyncIterator[Runtime]:
     """Everything a turn needs, opened in order and closed in reverse."""
     async with contextlib.AsyncExitStack() as stack:
         if not config.workspace.exists():
@@ -77,6 +79,7 @@ async def runtime(config: Config) -> AsyncIterator[Runtime]:
             *system_tools(config.state_dir),
             *file_tools(config.workspace),
             *shell_tools(config.tools.shell_allow, config.workspace, config.tools.timeout_s),
+            *extra_tools,
         ]
         registry = Registry(tools, PolicyGate(config.security), store, config.tools)
         agent = Agent(provider, registry, store, config.agent, config.workspace)
@@ -86,7 +89,11 @@ async def runtime(config: Config) -> AsyncIterator[Runtime]:
 async def serve(config: Config, notifier: Notifier) -> None:
     """`edge run`: every service under supervise() in one TaskGroup, until cancelled (the stop signal)."""
     health, counters, bus = Health(), Counters(), Bus()
-    async with runtime(config) as rt:
+    telegram_token = secret(config.telegram.token_env) if config.telegram.enabled else None
+    register_secret(telegram_token)
+    if config.telegram.enabled and not telegram_token:
+        log.info("Telegram is off: no bot token in $%s (or a credential of that name)", config.telegram.token_env)
+    async with runtime(config, notify_tools(bus, "telegram") if telegram_token else ()) as rt:
         monitor = LoopMonitor(notifier)
         services: dict[str, Service] = {
             "watchdog": monitor.run,
@@ -94,6 +101,10 @@ async def serve(config: Config, notifier: Notifier) -> None:
         }
         if config.gateway.enabled:
             services["gateway"] = await _gateway(config, rt, bus, health, counters, monitor)
+        if telegram_token:
+            from edge.channels.telegram import TelegramChannel
+
+            services["telegram"] = TelegramChannel(config.telegram, telegram_token, bus, rt.db).run
         async with asyncio.TaskGroup() as group:
             for name, service in services.items():
                 group.create_task(supervise(name, service, health), name=name)

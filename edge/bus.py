@@ -19,7 +19,7 @@ from edge.errors import EdgeError
 from edge.tools.policy import Answer
 
 log = logging.getLogger(__name__)
-OutboundKind = Literal["delta", "tool", "notice", "approval", "final"]
+OutboundKind = Literal["delta", "tool", "notice", "approval", "final", "notify"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,14 @@ class Bus:
             await channel.send(message)
         except Exception:  # a broken channel must not break the turn that is talking to it
             log.exception("channel %s failed to send a %s", message.channel, message.kind)
+
+    async def notify(self, channel: str, text: str, target: str = "") -> bool:
+        """Send a message that answers nothing (cron, heartbeat, hardware events) to a channel's default chat,
+        or to `target` (a session key such as "telegram:12345"). False when there is no such channel."""
+        if channel not in self.channels:
+            return False
+        await self.deliver(OutboundMessage(channel, target, "", "notify", text))
+        return True
 
     def approver_for(self, inbound: InboundMessage) -> Callable[[Any], Awaitable[Answer]] | None:
         """An approver that asks the message's sender through its channel, or None if it cannot ask."""

@@ -30,7 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--session", default="cli:agent", help="conversation to continue (default: %(default)s)")
     sub.add_parser("chat", parents=[common], help="talk to edge in the terminal")
     sub.add_parser("run", parents=[common], help="run the daemon: agent, gateway, watchdog (for systemd)")
-    sub.add_parser("pair", parents=[common], help="print a fresh one-time pairing code for a new client")
+    pair = sub.add_parser("pair", parents=[common], help="a fresh pairing code for a new client; "
+                          "`edge pair approve CODE` lets in a Telegram sender")
+    pair.add_argument("action", nargs="?", choices=["approve"], help="approve a code a Telegram sender was given")
+    pair.add_argument("code", nargs="?", help="the code to approve")
     sub.add_parser("status", parents=[common], help="ask the running daemon how it is")
     sub.add_parser("doctor", parents=[common], help="check provider, model, workspace, disk, clock")
     sub.add_parser("version", parents=[common], help="print the version")
@@ -179,6 +182,8 @@ def _pair(args: argparse.Namespace) -> int:
     from edge.memory.db import Database
 
     config = _load(args, interactive=True)
+    if args.action == "approve":
+        return _approve_sender(config, args.code or "")
 
     async def go() -> int:
         async with Database(config.database) as db:
@@ -186,6 +191,24 @@ def _pair(args: argparse.Namespace) -> int:
         print(f"One-time pairing code, valid {config.gateway.pairing_code_ttl_s / 60:.0f} min "
               "(web chat: enter it; API: POST /pair with X-Pairing-Code):", file=sys.stderr)
         print(code)
+        return 0
+
+    return asyncio.run(go())
+
+
+def _approve_sender(config: Any, code: str) -> int:
+    from edge.channels.telegram_senders import approve
+    from edge.memory.db import Database
+
+    async def go() -> int:
+        async with Database(config.database) as db:
+            approved = await approve(db, code)
+        if approved is None:
+            print(f"edge: no pending sender has the code {code!r} (codes expire after a day; "
+                  "the sender gets a new one by writing to the bot again)", file=sys.stderr)
+            return 1
+        print(f"approved Telegram user {approved[0]}" + (f" (@{approved[1]})" if approved[1] else "")
+              + "; they are told on the daemon's next poll")
         return 0
 
     return asyncio.run(go())

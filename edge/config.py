@@ -85,6 +85,17 @@ class SecurityConfig:
 
 
 @dataclass(frozen=True)
+class TelegramConfig:
+    enabled: bool = True  # runs when the token is there; without one the channel stays off
+    token_env: str = "TELEGRAM_BOT_TOKEN"  # names the variable or systemd credential; never the token
+    api_base: str = "https://api.telegram.org"
+    allowed_users: tuple[str, ...] = ()  # numeric ids or @usernames; empty = everyone must pair
+    notify_chat: str = ""  # chat id for notifications (cron, heartbeat, hardware); "" = the first allowed user
+    poll_timeout_s: int = 30
+    edit_interval_s: float = 1.0  # at most one draft edit a second per chat (Telegram's limit)
+
+
+@dataclass(frozen=True)
 class ToolsConfig:
     timeout_s: float = 30.0
     max_result_chars: int = 8000
@@ -103,6 +114,7 @@ class Config:
     paths: PathsConfig = field(default_factory=PathsConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    telegram: TelegramConfig = field(default_factory=TelegramConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     source: str = "embedded defaults"  # where the values came from, for messages

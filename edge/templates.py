@@ -44,6 +44,15 @@ webhook_secret_env = ""              # e.g. "EDGE_WEBHOOK_SECRET": then POST /we
 requests_per_minute = 60             # per client
 pairing_code_ttl_s = 3600.0          # how long a pairing code stays valid
 
+[telegram]                           # on when the bot token is in the variable below
+enabled = true
+token_env = "TELEGRAM_BOT_TOKEN"     # the *name* of the variable (or systemd credential) with the token
+api_base = "https://api.telegram.org"
+allowed_users = []                   # e.g. ["123456789", "@ada"]; anyone else must pair (`edge pair approve CODE`)
+notify_chat = ""                     # chat id for notifications; "" = the first allowed user
+poll_timeout_s = 30
+edit_interval_s = 1.0                # how often a streaming reply is edited in place
+
 [paths]
 state_dir = ""                       # "" = $STATE_DIRECTORY under systemd, else ~/.local/state/edge
 workspace = ""                       # "" = <state_dir>/workspace

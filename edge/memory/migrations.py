@@ -77,5 +77,22 @@ def m002_gateway_clients(con: apsw.Connection) -> None:
     )
 
 
+def m003_telegram(con: apsw.Connection) -> None:
+    con.execute(
+        """
+        CREATE TABLE telegram_senders (
+            user_id INTEGER PRIMARY KEY,
+            username TEXT NOT NULL,       -- without the @, may be ''
+            chat_id INTEGER NOT NULL,     -- where to tell them they are paired
+            status TEXT NOT NULL,         -- pending | approved
+            code_hash TEXT,               -- sha256 of the code they were given, while pending
+            expires_at REAL,
+            notified INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        );
+        """
+    )
+
+
 Migration = Callable[[apsw.Connection], None]
-MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients]
+MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients, m003_telegram]
