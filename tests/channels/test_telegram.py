@@ -237,3 +237,21 @@ async def test_network_loss_is_retried_with_backoff_by_the_supervisor(tmp_path, 
             await asyncio.wait_for(state.settled.wait(), 5)
             state.settled.clear()
     assert state.status in ("failed", "starting") and "Telegram unreachable" in state.last_error
+
+
+async def test_edge_run_starts_telegram_when_the_token_is_in_the_environment(tmp_path, llm: ScriptedLLM):
+    llm.script("Hello from the Pi.")
+    async with FakeTelegram() as fake:
+        env = edge_env(tmp_path, llm, TELEGRAM_BOT_TOKEN=TOKEN, EDGE_TELEGRAM__API_BASE=fake.url,
+                       EDGE_TELEGRAM__ALLOWED_USERS=str(OWNER), EDGE_TELEGRAM__POLL_TIMEOUT_S="1",
+                       EDGE_GATEWAY__ENABLED="false")
+        daemon = await asyncio.create_subprocess_exec(sys.executable, "-m", "edge", "run", env=env, cwd=tmp_path,
+                                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            await fake.wait_for(lambda: fake.sent("getUpdates"), within_s=20)
+            await fake.user_says(OWNER, "hi")
+            await says(fake, OWNER, "Hello from the Pi.")
+        finally:
+            daemon.terminate()
+            _, err = await asyncio.wait_for(daemon.communicate(), 10)
+    assert daemon.returncode == 0 and TOKEN not in err.decode()  # the token never reaches the log
