@@ -14,6 +14,9 @@ from edge.agent.turn import Agent
 from edge.bus import Bus
 from edge.config import Config, ProviderConfig, secret
 from edge.errors import EdgeError
+from edge.hardware.events import EventQueue, Triggers
+from edge.hardware.gpio import GpioBoard
+from edge.hardware.serial import SerialPort
 from edge.memory.db import Database
 from edge.memory.store import Store
 from edge.metrics import Counters
@@ -22,18 +25,28 @@ from edge.platform.systemd import LoopMonitor, Notifier
 from edge.providers.base import FallbackChain, Provider
 from edge.providers.ollama import OllamaProvider
 from edge.providers.openai import OpenAIProvider
-from edge.supervise import Health, Service, supervise
+from edge.supervise import ComponentHealth, Health, Service, supervise
 from edge.templates import WORKSPACE_FILES
 from edge.tools.base import Tool
 from edge.tools.files import file_tools
+from edge.tools.gpio import gpio_tools
 from edge.tools.notify import notify_tools
 from edge.tools.policy import PolicyGate
 from edge.tools.registry import Registry
+from edge.tools.sensors import sensor_tools
+from edge.tools.serial import serial_tools
 from edge.tools.shell import shell_tools
 from edge.tools.system import system_tools
 
 log = logging.getLogger(__name__)
 PROVIDERS = {"ollama": OllamaProvider, "openai": OpenAIProvider}  # literal classes: Nuitka follows them
+
+
+@dataclass
+class Hardware:
+    gpio: GpioBoard | None
+    ports: dict[str, SerialPort]
+    events: EventQueue
 
 
 @dataclass
@@ -44,6 +57,7 @@ class Runtime:
     provider: Provider
     registry: Registry
     agent: Agent
+    hardware: Hardware
 
 
 def build_provider(config: ProviderConfig) -> Provider:
@@ -75,15 +89,40 @@ async def runtime(config: Config, extra_tools: Sequence[Tool] = ()) -> AsyncIter
         providers = [build_provider(config.provider), *map(build_provider, config.provider.fallbacks)]
         provider: Provider = providers[0] if len(providers) == 1 else FallbackChain(providers)
         stack.push_async_callback(provider.close)
+        hardware = await stack.enter_async_context(_hardware(config))
+        onewire = Path(config.sensors.onewire_root)
+        has_onewire = await asyncio.to_thread(onewire.is_dir)  # the 1-Wire interface is enabled on this board
         tools = [
             *system_tools(config.state_dir),
             *file_tools(config.workspace),
             *shell_tools(config.tools.shell_allow, config.workspace, config.tools.timeout_s),
+            *(gpio_tools(hardware.gpio) if hardware.gpio else ()),
+            *(serial_tools(hardware.ports) if hardware.ports else ()),
+            *(sensor_tools(onewire) if has_onewire else ()),
             *extra_tools,
         ]
         registry = Registry(tools, PolicyGate(config.security), store, config.tools)
         agent = Agent(provider, registry, store, config.agent, config.workspace)
-        yield Runtime(config, db, store, provider, registry, agent)
+        yield Runtime(config, db, store, provider, registry, agent, hardware)
+
+
+@contextlib.asynccontextmanager
+async def _hardware(config: Config) -> AsyncIterator[Hardware]:
+    """GPIO devices (gpiozero only when some are configured), and serial ports watched in the background."""
+    events = EventQueue(asyncio.get_running_loop())
+    board = GpioBoard(config.gpio, events) if config.gpio.devices or config.gpio.raw_pins else None
+    ports = {port.name: SerialPort(port, events) for port in config.serial.ports}
+    watchers = [asyncio.create_task(port.run(lambda: None), name=f"serial:{name}") for name, port in ports.items()]
+    try:
+        if ports:  # a one-shot turn should find a plugged-in device connected, not "not opened yet"
+            await asyncio.wait([asyncio.create_task(p.first_attempt.wait()) for p in ports.values()], timeout=5)
+        yield Hardware(board, ports, events)
+    finally:
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
+        if board is not None:
+            board.close()
 
 
 async def serve(config: Config, notifier: Notifier) -> None:
@@ -105,10 +144,21 @@ async def serve(config: Config, notifier: Notifier) -> None:
             from edge.channels.telegram import TelegramChannel
 
             services["telegram"] = TelegramChannel(config.telegram, telegram_token, bus, rt.db).run
+        if rt.hardware.gpio or rt.hardware.ports:
+            services["triggers"] = Triggers(config.triggers, rt.hardware.events, bus).run
+        for name, port in rt.hardware.ports.items():
+            _mirror_port_health(port, health.component(f"serial:{name}"))
         async with asyncio.TaskGroup() as group:
             for name, service in services.items():
                 group.create_task(supervise(name, service, health), name=name)
             group.create_task(_announce(rt, health, notifier), name="announce")
+
+
+def _mirror_port_health(port: SerialPort, state: ComponentHealth) -> None:
+    """A serial device that is unplugged shows as failed in /health and `edge status`, with the reason."""
+    port.on_state = lambda connected, error: state.set("up") if connected else state.set("failed", error)
+    if port.first_attempt.is_set():
+        port.on_state(port.connected, port.last_error)
 
 
 async def _gateway(config: Config, rt: Runtime, bus: Bus, health: Health, counters: Counters,

@@ -35,7 +35,16 @@ def _parser() -> argparse.ArgumentParser:
     pair.add_argument("action", nargs="?", choices=["approve"], help="approve a code a Telegram sender was given")
     pair.add_argument("code", nargs="?", help="the code to approve")
     sub.add_parser("status", parents=[common], help="ask the running daemon how it is")
-    sub.add_parser("doctor", parents=[common], help="check provider, model, workspace, disk, clock")
+    sub.add_parser("doctor", parents=[common], help="check provider, model, workspace, disk, clock, hardware access")
+    gpio = sub.add_parser("gpio", parents=[common], help="list, read or switch the configured GPIO devices")
+    gpio.add_argument("action", choices=["list", "read", "write"])
+    gpio.add_argument("name", nargs="?", help="the device's name (read, write)")
+    gpio.add_argument("value", nargs="?", help="on, off, or a level from 0 to 1 (write)")
+    serial = sub.add_parser("serial", parents=[common], help="list the serial ports, or send a line and print the answer")
+    serial.add_argument("action", choices=["list", "send"])
+    serial.add_argument("name", nargs="?", help="the port's name (send)")
+    serial.add_argument("text", nargs="?", help="the line to send (send)")
+    serial.add_argument("--wait", type=float, default=2.0, help="seconds to wait for an answer (default: 2)")
     sub.add_parser("version", parents=[common], help="print the version")
     return parser
 
@@ -236,6 +245,63 @@ def _status(args: argparse.Namespace) -> int:
     return 0 if body.get("status") == "ok" else 1
 
 
+def _gpio(args: argparse.Namespace) -> int:
+    from edge.hardware.gpio import GpioBoard
+
+    config = _load(args, interactive=True)
+    if not config.gpio.devices:
+        print("No GPIO devices are configured: add [[gpio.devices]] to the config.", file=sys.stderr)
+        return 1
+    board = GpioBoard(config.gpio, None)  # a HardwareError (pins held by `edge run`?) is reported by main()
+    try:
+        if args.action == "list":
+            for name, (device, _) in board.devices.items():
+                print(board.describe(name) + (f": {device.description}" if device.description else ""))
+        elif args.action == "read":
+            print(board.describe(args.name or ""))
+        else:
+            if not args.name or not args.value:
+                print("usage: edge gpio write NAME on|off|LEVEL", file=sys.stderr)
+                return 2
+            print(board.write(args.name, args.value))
+        if board.simulated:
+            print("(pins are simulated on this machine)", file=sys.stderr)
+        return 0
+    finally:
+        board.close()
+
+
+def _serial(args: argparse.Namespace) -> int:
+    import os
+
+    from edge.hardware.serial import SerialPort
+
+    config = _load(args, interactive=True)
+    ports = {port.name: port for port in config.serial.ports}
+    if args.action == "list":
+        for port in ports.values():
+            present = "present" if "://" in port.url or os.path.exists(port.url) else "not plugged in"
+            print(f"{port.name:<14} {port.url} ({port.baud} baud, {present})")
+        return 0 if ports else 1
+    if args.name not in ports or args.text is None:
+        print(f"usage: edge serial send NAME TEXT; the ports are: {', '.join(ports) or 'none configured'}", file=sys.stderr)
+        return 2
+
+    async def go() -> int:
+        port = SerialPort(ports[args.name], None)
+        watcher = asyncio.create_task(port.run(lambda: None))
+        try:
+            await asyncio.wait_for(port.first_attempt.wait(), 5)
+            print(await port.query(args.text, args.wait))
+            return 0
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+
+    return asyncio.run(go())
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": _init, "agent": _agent, "chat": _chat, "doctor": _doctor, "run": _daemon, "pair": _pair, "status": _status,
+    "gpio": _gpio, "serial": _serial,
 }

@@ -96,6 +96,56 @@ class TelegramConfig:
 
 
 @dataclass(frozen=True)
+class GpioDeviceConfig:
+    name: str = ""
+    kind: Literal["output", "pwm", "input", "button", "motion"] = "output"
+    pin: int = 0  # BCM number, as printed on Pi pinout diagrams (GPIO17 = 17)
+    active_high: bool = True
+    initial: float = 0.0  # outputs: 0 = off, 1 = on; pwm: a level from 0 to 1
+    description: str = ""
+    needs_approval: bool = False  # for outputs that matter: a heater, a lock
+    bounce_s: float = 0.05  # inputs: ignore contact bounce shorter than this
+
+
+@dataclass(frozen=True)
+class GpioConfig:
+    pin_factory: Literal["auto", "lgpio", "mock"] = "auto"  # auto: lgpio on a Pi, simulated pins elsewhere
+    raw_pins: tuple[int, ...] = ()  # pins the model may drive by number, beyond the named devices
+    devices: tuple[GpioDeviceConfig, ...] = ()
+
+
+@dataclass(frozen=True)
+class SerialPortConfig:
+    name: str = ""
+    url: str = ""  # /dev/ttyUSB0, /dev/serial/by-id/..., or a pyserial URL (socket://, loop://)
+    baud: int = 9600
+    newline: str = "\n"
+    encoding: str = "utf-8"
+    write_needs_approval: bool = True
+    events: bool = False  # publish lines the device sends on its own as events (for triggers)
+
+
+@dataclass(frozen=True)
+class SerialConfig:
+    ports: tuple[SerialPortConfig, ...] = ()
+
+
+@dataclass(frozen=True)
+class SensorsConfig:
+    onewire_root: str = "/sys/bus/w1/devices"  # where DS18B20 thermometers appear
+
+
+@dataclass(frozen=True)
+class TriggerConfig:
+    event: str = ""  # "gpio:doorbell:pressed", "gpio:basement:on", "serial:greenhouse:line"
+    match: str = ""  # serial lines: a regular expression the line must contain
+    action: Literal["notify", "agent"] = "notify"
+    text: str = ""  # the message, or the agent's prompt; {value} is replaced by the event's value
+    channel: str = "telegram"  # where the message or the agent's answer goes
+    min_interval_s: float = 60.0  # a flapping sensor cannot flood anyone
+
+
+@dataclass(frozen=True)
 class ToolsConfig:
     timeout_s: float = 30.0
     max_result_chars: int = 8000
@@ -115,6 +165,10 @@ class Config:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
+    gpio: GpioConfig = field(default_factory=GpioConfig)
+    serial: SerialConfig = field(default_factory=SerialConfig)
+    sensors: SensorsConfig = field(default_factory=SensorsConfig)
+    triggers: tuple[TriggerConfig, ...] = ()
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     source: str = "embedded defaults"  # where the values came from, for messages
@@ -176,6 +230,7 @@ def load(explicit_path: str | None = None, environ: typing.Mapping[str, str] | N
         target.update(values)
     config = _build(Config, data, source, prefix="")
     _check_gateway(config.gateway, source)
+    _check_hardware(config, source)
     return dataclasses.replace(config, source=source)
 
 
@@ -185,6 +240,38 @@ def _check_gateway(gateway: GatewayConfig, source: str) -> None:
                           f"true when [gateway] host is {gateway.host!r}: an open gateway off loopback lets anyone in")
     if not 0 < gateway.port < 65536:
         raise ConfigError(source, "[gateway] port", gateway.port, "a port number from 1 to 65535")
+
+
+def _check_hardware(config: Config, source: str) -> None:
+    """What the types cannot say: names unique and present, a pin used once, values in range."""
+    names: set[str] = set()
+    pins: dict[int, str] = {}
+    for index, device in enumerate(config.gpio.devices):
+        key = f"[[gpio.devices]] #{index + 1}"
+        if not device.name or device.name in names:
+            raise ConfigError(source, f"{key} name", device.name, "a name no other device has")
+        if not 0 <= device.pin <= 27:
+            raise ConfigError(source, f"{key} pin", device.pin, "a BCM GPIO number from 0 to 27")
+        if device.pin in pins:
+            raise ConfigError(source, f"{key} pin", device.pin, f"a pin no other device uses ({pins[device.pin]!r} has it)")
+        if not 0.0 <= device.initial <= 1.0:
+            raise ConfigError(source, f"{key} initial", device.initial, "a level from 0 to 1")
+        names.add(device.name)
+        pins[device.pin] = device.name
+    ports: set[str] = set()
+    for index, port in enumerate(config.serial.ports):
+        key = f"[[serial.ports]] #{index + 1}"
+        if not port.name or port.name in ports:
+            raise ConfigError(source, f"{key} name", port.name, "a name no other port has")
+        if not port.url:
+            raise ConfigError(source, f"{key} url", port.url, "the device path, e.g. /dev/ttyUSB0")
+        ports.add(port.name)
+    for index, trigger in enumerate(config.triggers):
+        kind, _, rest = trigger.event.partition(":")
+        name = rest.partition(":")[0]
+        if (kind, name) not in {("gpio", n) for n in names} | {("serial", p) for p in ports}:
+            raise ConfigError(source, f"[[triggers]] #{index + 1} event", trigger.event,
+                              "gpio:<device>:<event> or serial:<port>:line for a configured device or port")
 
 
 def _env_overrides(environ: typing.Mapping[str, str]) -> dict[str, dict[str, tuple[str, str]]]:

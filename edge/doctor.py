@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from edge.agent.context import choose_num_ctx, context_ceiling, is_small_model
 from edge.app import Runtime
@@ -94,9 +96,48 @@ async def _clock(runtime: Runtime) -> tuple[bool, str]:
     return True, time.strftime("%Y-%m-%d %H:%M %Z") + (" (TZ " + os.environ["TZ"] + ")" if os.environ.get("TZ") else "")
 
 
+async def _gpio(runtime: Runtime) -> tuple[bool, str]:
+    return await asyncio.to_thread(_gpio_access, runtime)
+
+
+async def _serial(runtime: Runtime) -> tuple[bool, str]:
+    return await asyncio.to_thread(_serial_access, runtime)
+
+
+def _gpio_access(runtime: Runtime) -> tuple[bool, str]:
+    chips = sorted(Path("/dev").glob("gpiochip*"))
+    denied = [str(chip) for chip in chips if not os.access(chip, os.R_OK | os.W_OK)]
+    if denied:
+        return False, (f"no access to {', '.join(denied)}: add the user to the gpio group "
+                       "(sudo usermod -aG gpio $USER, then log in again)")
+    board = runtime.hardware.gpio
+    if board is None:
+        return True, "no GPIO devices configured" + (f" ({len(chips)} GPIO chip(s) available)" if chips else "")
+    factory = "simulated pins (no /dev/gpiochip* or no lgpio)" if board.simulated else "lgpio"
+    return True, f"{len(board.devices)} device(s) on {factory}"
+
+
+def _serial_access(runtime: Runtime) -> tuple[bool, str]:
+    ports = runtime.hardware.ports
+    if not ports:
+        return True, "no serial ports configured"
+    problems = []
+    for name, port in ports.items():
+        path = port.config.url
+        if "://" in path or port.connected:
+            continue
+        if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+            problems.append(f"{name}: no access to {path}; add the user to the dialout group (sudo usermod -aG dialout $USER)")
+        else:
+            problems.append(f"{name}: {port.last_error}")
+    if problems:
+        return False, "; ".join(problems)
+    return True, f"{len(ports)} port(s) connected: {', '.join(ports)}"
+
+
 _PROBES: list[tuple[str, Callable[[Runtime], Awaitable[tuple[bool, str]]]]] = [
     ("provider", _provider), ("model", _model), ("capabilities", _capabilities), ("workspace", _workspace),
-    ("database", _database), ("disk", _disk), ("clock", _clock),
+    ("database", _database), ("disk", _disk), ("clock", _clock), ("gpio", _gpio), ("serial", _serial),
 ]
 
 

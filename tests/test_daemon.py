@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import apsw
@@ -140,3 +141,17 @@ def test_status_when_not_running(tmp_path):
     result = subprocess.run([sys.executable, "-m", "edge", "status"], env=env, cwd=tmp_path, capture_output=True,
                             text=True, timeout=30)
     assert result.returncode == 1 and "edge is not running" in result.stderr
+
+
+def test_an_unplugged_serial_device_shows_in_health(tmp_path, llm: ScriptedLLM):
+    config = tmp_path / "edge.toml"
+    config.write_text(f'[[serial.ports]]\nname = "attic"\nurl = "{tmp_path / "ttyATTIC"}"\n')
+    with daemon(tmp_path, llm, EDGE_CONFIG=str(config), EDGE_GATEWAY__PAIRING="false") as d:
+        ready, _ = d.wait_for("READY=1")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{d.port}/health", timeout=5)
+            raise AssertionError("expected 503 while a device is missing")
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, json.load(exc)
+    assert "serial:attic failed" in ready
+    assert status == 503 and body["status"] == "degraded" and body["components"]["serial:attic"]["status"] == "failed"

@@ -38,6 +38,10 @@ class Tool:
     core: bool = False  # offered to small models too
     timeout_s: float | None = None  # None: the configured default
     param_help: dict[str, str] = field(default_factory=dict)
+    risk_of: Callable[[dict[str, Any]], Risk] | None = None  # a risk that depends on the arguments (which device)
+
+    def risk_for(self, arguments: dict[str, Any]) -> Risk:
+        return self.risk_of(arguments) if self.risk_of is not None else self.risk
 
     def spec(self, small: bool) -> dict[str, Any]:
         """The function spec in the shape both Ollama and OpenAI accept."""
@@ -56,7 +60,7 @@ def _without_description(schema: dict[str, Any]) -> dict[str, Any]:
 
 def tool(
     function: ToolFunction, *, risk: Risk = "low", read_only: bool = True, core: bool = False,
-    timeout_s: float | None = None, name: str | None = None,
+    timeout_s: float | None = None, name: str | None = None, risk_of: Callable[[dict[str, Any]], Risk] | None = None,
 ) -> Tool:
     """Build a Tool from an async function's signature and docstring."""
     doc = inspect.getdoc(function) or ""
@@ -78,6 +82,7 @@ def tool(
     return Tool(
         name=name or function.__name__, function=function, description=description, summary=summary,
         parameters=parameters, risk=risk, read_only=read_only, core=core, timeout_s=timeout_s, param_help=param_help,
+        risk_of=risk_of,
     )
 
 

@@ -47,14 +47,15 @@ class PolicyGate:
         autonomy = self.config.autonomy
         if not self.offers(tool):
             raise PolicyDenied(f"{tool.name} changes things and edge is in read-only mode ([security] autonomy)")
-        if autonomy == "full" or tool.risk == "low" or (session_id, tool.name) in self._always:
+        risk = tool.risk_for(arguments)
+        if autonomy == "full" or risk == "low" or (session_id, tool.name) in self._always:
             return "allowed"
         if approver is None:
             raise PolicyDenied(
                 f"{tool.name} needs the user's approval and this channel cannot ask; "
                 "use `edge chat`, or set [security] autonomy = \"full\""
             )
-        request = ApprovalRequest(session_id, tool.name, arguments, tool.risk)
+        request = ApprovalRequest(session_id, tool.name, arguments, risk)
         try:
             answer = await asyncio.wait_for(approver(request), self.config.approval_timeout_s)
         except TimeoutError:

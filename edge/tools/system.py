@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from edge.errors import ToolError
+from edge.hardware.sensors import throttling
 from edge.tools.base import Tool, tool
 
 
@@ -40,6 +41,9 @@ def _status(disk_path: Path, proc: Path, sys: Path) -> str:
     temperature = _cpu_temperature(sys)
     if temperature is not None:
         lines.append(f"CPU temperature: {temperature:.1f} °C")
+    power = throttling()
+    if power is not None:
+        lines.append(f"Power and heat: {power}")
     load1, load5, _ = os.getloadavg()
     lines.append(f"Load: {load1:.2f} (1 min), {load5:.2f} (5 min) on {os.cpu_count()} cores")
     meminfo = _meminfo(proc)
