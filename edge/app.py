@@ -18,6 +18,8 @@ from edge.hardware.events import EventQueue, Triggers
 from edge.hardware.gpio import GpioBoard
 from edge.hardware.serial import SerialPort
 from edge.memory.db import Database
+from edge.memory.embed import Embedder
+from edge.memory.memories import SNAPSHOT_NAME, Memories
 from edge.memory.store import Store
 from edge.metrics import Counters
 from edge.platform.logging import register_secret
@@ -30,6 +32,7 @@ from edge.templates import WORKSPACE_FILES
 from edge.tools.base import Tool
 from edge.tools.files import file_tools
 from edge.tools.gpio import gpio_tools
+from edge.tools.memory import memory_tools
 from edge.tools.notify import notify_tools
 from edge.tools.policy import PolicyGate
 from edge.tools.registry import Registry
@@ -58,6 +61,7 @@ class Runtime:
     registry: Registry
     agent: Agent
     hardware: Hardware
+    memories: Memories
 
 
 def build_provider(config: ProviderConfig) -> Provider:
@@ -101,9 +105,32 @@ async def runtime(config: Config, extra_tools: Sequence[Tool] = ()) -> AsyncIter
             *(sensor_tools(onewire) if has_onewire else ()),
             *extra_tools,
         ]
+        memories = await _memories(config, db, stack)
+        tools.extend(memory_tools(memories))
         registry = Registry(tools, PolicyGate(config.security), store, config.tools)
-        agent = Agent(provider, registry, store, config.agent, config.workspace)
-        yield Runtime(config, db, store, provider, registry, agent, hardware)
+        agent = Agent(provider, registry, store, config.agent, config.workspace, memories,
+                      config.memory.inject_budget_tokens)
+        yield Runtime(config, db, store, provider, registry, agent, hardware, memories)
+
+
+async def _memories(config: Config, db: Database, stack: contextlib.AsyncExitStack) -> Memories:
+    """Long-term memory: vectors when an embedding model is configured, keywords always; a restored Pi
+    gets its memories back from MEMORY_SNAPSHOT.md when the database is empty."""
+    memory = config.memory
+    embedder = None
+    if memory.embedding_model:
+        settings = ProviderConfig(kind=memory.embedding_kind or config.provider.kind,
+                                  base_url=memory.embedding_url or config.provider.base_url,
+                                  api_key_env=memory.embedding_api_key_env or config.provider.api_key_env,
+                                  model=memory.embedding_model, timeout_s=30.0, max_retries=1)
+        embedder = Embedder(build_provider(settings), memory.embedding_model, memory.dims, db)
+        stack.push_async_callback(embedder.provider.close)
+    memories = Memories(db, embedder, memory)
+    await memories.open()
+    restored = await memories.hydrate(config.workspace / SNAPSHOT_NAME)
+    if restored:
+        log.info("memory: %d memories restored from %s", restored, SNAPSHOT_NAME)
+    return memories
 
 
 @contextlib.asynccontextmanager

@@ -85,6 +85,28 @@ class SecurityConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    embedding_model: str = ""  # "" = keyword recall only (works offline, out of the box); e.g. "all-minilm"
+    embedding_kind: Literal["", "ollama", "openai"] = ""  # "" = the same kind of server as [provider]
+    embedding_url: str = ""  # "" = [provider] base_url
+    embedding_api_key_env: str = ""
+    dims: int = 384
+    vector_weight: float = 0.7
+    keyword_weight: float = 0.3
+    min_relevance: float = 0.4
+    top_k: int = 5
+    oversample: int = 30  # candidates from the quantized pass per result, re-ranked exactly
+    mmr: bool = False  # prefer diverse results over near-duplicates
+    mmr_lambda: float = 0.7
+    recency_half_life_days: float = 0.0  # 0 = off; else older daily/conversation memories count less
+    inject_budget_tokens: int = 400  # most recalled memory that goes into a turn
+    history_budget_tokens: int = 0  # a session longer than this is compacted; 0 = half the context
+    daily_archive_days: int = 30
+    archive_purge_days: int = 365
+    conversation_retention_days: int = 90
+
+
+@dataclass(frozen=True)
 class TelegramConfig:
     enabled: bool = True  # runs when the token is there; without one the channel stays off
     token_env: str = "TELEGRAM_BOT_TOKEN"  # names the variable or systemd credential; never the token
@@ -165,6 +187,7 @@ class Config:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     gpio: GpioConfig = field(default_factory=GpioConfig)
     serial: SerialConfig = field(default_factory=SerialConfig)
     sensors: SensorsConfig = field(default_factory=SensorsConfig)

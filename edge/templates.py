@@ -44,6 +44,26 @@ webhook_secret_env = ""              # e.g. "EDGE_WEBHOOK_SECRET": then POST /we
 requests_per_minute = 60             # per client
 pairing_code_ttl_s = 3600.0          # how long a pairing code stays valid
 
+[memory]
+embedding_model = ""                 # "" = keyword recall only (offline); e.g. "all-minilm" (ollama pull all-minilm)
+embedding_kind = ""                  # "" = the same kind of server as [provider]; or "ollama", "openai"
+embedding_url = ""                   # "" = [provider] base_url
+embedding_api_key_env = ""
+dims = 384                           # the embedding model's vector size; changing it needs `edge memory reindex`
+vector_weight = 0.7                  # hybrid score = 0.7 × meaning + 0.3 × keywords
+keyword_weight = 0.3
+min_relevance = 0.4                  # recalled memories must score at least this
+top_k = 5
+oversample = 30                      # quantized candidates per result, re-ranked exactly
+mmr = false                          # prefer diverse memories over near-duplicates
+mmr_lambda = 0.7
+recency_half_life_days = 0.0         # 0 = off; else older daily/conversation memories count less
+inject_budget_tokens = 400           # most recalled memory put into a turn
+history_budget_tokens = 0            # longer sessions are summarised; 0 = half the context
+daily_archive_days = 30              # daily notes are archived after this many days
+archive_purge_days = 365             # archived memories are deleted after this many days
+conversation_retention_days = 90     # memories saved from conversations are kept this long
+
 [telegram]                           # on when the bot token is in the variable below
 enabled = true
 token_env = "TELEGRAM_BOT_TOKEN"     # the *name* of the variable (or systemd credential) with the token

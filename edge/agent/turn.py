@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from edge.agent.context import SystemPrompt, context_ceiling, is_small_model
+from edge.agent.context import SystemPrompt, context_ceiling, estimate_tokens, is_small_model
 from edge.agent.events import Delta, Notice, Sink, ToolActivity, TurnResult
 from edge.agent.parse import extract_tool_calls
 from edge.agent.request import Reply, Request, stream_reply
 from edge.config import AgentConfig
 from edge.errors import EdgeError, ToolsUnsupported
+from edge.memory.memories import Memories
 from edge.memory.store import Store, Usage
 from edge.providers.base import Provider
 from edge.tools.policy import Approver
@@ -29,16 +31,29 @@ log = logging.getLogger(__name__)
 EMPTY_ANSWER = "(The model gave an empty answer. Try again, or try a larger model.)"
 _NO_MORE_TOOLS = "[edge] No more tools in this turn: {reason}. Answer the user now with what you have."
 _EMPTY_NUDGE = "[edge] Your last reply was empty. Answer the user's message."
+_REMEMBER = re.compile(r"^\s*(?:please\s+)?remember(?:\s+that)?[\s:,]+(?P<fact>.{3,500}?)\s*$", re.I | re.S)
+
+
+def _remember_request(text: str) -> str | None:
+    """The fact in "remember that my wifi password is in the drawer", or None for anything else."""
+    match = _REMEMBER.match(text)
+    if not match or text.rstrip().endswith("?"):  # "remember when ...?" is a question, not a request
+        return None
+    return match.group("fact")
 
 
 class Agent:
-    def __init__(self, provider: Provider, registry: Registry, store: Store, config: AgentConfig, workspace: Path) -> None:
+    def __init__(self, provider: Provider, registry: Registry, store: Store, config: AgentConfig, workspace: Path,
+                 memories: Memories | None = None, memory_budget_tokens: int = 400) -> None:
         self.provider, self.registry, self.store, self.config = provider, registry, store, config
         self.prompt = SystemPrompt(workspace, config.workspace_budget_tokens)
+        self.memories, self.memory_budget_tokens = memories, memory_budget_tokens
 
     async def turn(self, session_id: str, text: str, sink: Sink, approver: Approver | None = None) -> TurnResult:
         turn_id = uuid.uuid4().hex[:12]
         await self.store.append(session_id, turn_id, [{"role": "user", "content": text}])  # accepted = kept
+        if self.memories is not None and (fact := _remember_request(text)):
+            return await self._remember(session_id, turn_id, fact, sink)
         turn = _Turn(self, session_id, sink, approver)
         started = time.monotonic()
         try:
@@ -61,6 +76,32 @@ class Agent:
         result.tool_calls, result.requests = turn.tool_calls, turn.requests
         result.prompt_tokens, result.completion_tokens = turn.prompt_tokens, turn.completion_tokens
         return result
+
+    async def _remember(self, session_id: str, turn_id: str, fact: str, sink: Sink) -> TurnResult:
+        """ "Remember that ..." needs no model: store it and say so."""
+        assert self.memories is not None
+        memory_id = await self.memories.remember(fact, "core", session_id=session_id)
+        text = f"Noted. I will remember that {fact.rstrip('.')}. (memory #{memory_id})"
+        await sink(Delta(text))
+        await self.store.append(session_id, turn_id, [{"role": "assistant", "content": text}])
+        return TurnResult(text=text)
+
+    async def recalled_note(self, text: str) -> str:
+        """Relevant memories for this message, within the memory budget ("" when none)."""
+        if self.memories is None:
+            return ""
+        try:
+            found = await self.memories.recall(text)
+        except EdgeError as exc:
+            log.warning("memory recall failed: %s", exc)
+            return ""
+        lines, used = [], 0
+        for memory in found:
+            used += estimate_tokens(memory.content) + 2
+            if used > self.memory_budget_tokens:
+                break
+            lines.append(f"- {memory.content}")
+        return "[What you remember that may help:\n" + "\n".join(lines) + "]\n\n" if lines else ""
 
     async def _save(self, session_id: str, turn_id: str, turn: _Turn, started: float) -> None:
         await self.store.append(session_id, turn_id, turn.new)
@@ -141,6 +182,9 @@ class _Turn:
         self.native = info.native_tools
         self.system = self.agent.prompt.build(self.small, [] if self.native else self.specs)
         self.history = await self.agent.store.history(self.session_id)  # ends with this turn's user message
+        note = await self.agent.recalled_note(self.history[-1]["content"])
+        if note:  # on this turn's message only, in the request only: the prefix stays byte-stable
+            self.history[-1] = {**self.history[-1], "content": note + self.history[-1]["content"]}
 
     async def _ask(self, with_tools: bool, nudge: str | None = None) -> Reply:
         messages = self.history + self.new + ([{"role": "user", "content": nudge}] if nudge else [])

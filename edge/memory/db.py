@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +31,7 @@ class Database:
         self.path = path
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edge-db")
         self._con: apsw.Connection | None = None
+        self.vectors = False  # sqlite-vec loaded: vector recall possible (keyword recall works regardless)
 
     async def open(self) -> None:
         await self._run(self._open)
@@ -41,6 +44,7 @@ class Database:
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
             con.execute("PRAGMA foreign_keys=ON")
+            self.vectors = load_vector_extension(con)
             migrate(con, MIGRATIONS)
         except (apsw.Error, OSError) as exc:
             raise _translate(exc, self.path) from exc
@@ -77,6 +81,25 @@ class Database:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def load_vector_extension(con: apsw.Connection) -> bool:
+    """Load sqlite-vec's vec0 from its package directory, without importing the package (which would drag
+    in the stdlib sqlite3 and a second SQLite library). False where there is no wheel (32-bit ARM, musl)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        log.warning("sqlite-vec is not installed: memory recall is keyword-only")
+        return False
+    path = os.path.join(spec.submodule_search_locations[0], "vec0")
+    try:
+        con.enable_load_extension(True)
+        con.load_extension(path)
+        return True
+    except apsw.ExtensionLoadingError as exc:
+        log.warning("cannot load sqlite-vec (%s): memory recall is keyword-only", exc)
+        return False
+    finally:
+        con.enable_load_extension(False)
 
 
 @contextlib.contextmanager

@@ -94,5 +94,40 @@ def m003_telegram(con: apsw.Connection) -> None:
     )
 
 
+def m004_memories(con: apsw.Connection) -> None:
+    con.execute(
+        """
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY,
+            key TEXT UNIQUE,              -- optional: "remember my wifi is X" updates the same memory
+            content TEXT NOT NULL,
+            category TEXT NOT NULL CHECK (category IN ('core', 'daily', 'conversation', 'archived')),
+            session_id TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX memories_category ON memories(category, updated_at);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(content, key, content='memories', content_rowid='id',
+                                                     tokenize='porter unicode61');
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content, key) VALUES (new.id, new.content, coalesce(new.key, ''));
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, key) VALUES ('delete', old.id, old.content, coalesce(old.key, ''));
+        END;
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, key ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, key) VALUES ('delete', old.id, old.content, coalesce(old.key, ''));
+            INSERT INTO memories_fts(rowid, content, key) VALUES (new.id, new.content, coalesce(new.key, ''));
+        END;
+        -- Exact vectors for re-ranking; the bit-quantized copies live in a vec0 table made at open,
+        -- because its width depends on the embedding model.
+        CREATE TABLE memory_vectors (id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+                                     vector BLOB NOT NULL);
+        CREATE TABLE embedding_cache (hash TEXT PRIMARY KEY, vector BLOB NOT NULL);  -- hash of model + text
+        ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0;
+        """
+    )
+
+
 Migration = Callable[[apsw.Connection], None]
-MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients, m003_telegram]
+MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients, m003_telegram, m004_memories]

@@ -73,6 +73,9 @@ class Provider(Protocol):
     async def warm(self) -> None:
         """Load the model now, so that the first real answer does not wait for it."""
 
+    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        """One vector per text, from an embedding model on the same server."""
+
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, num_ctx: int) -> AsyncIterator[Event]: ...
 
     def forget_tools(self) -> None:

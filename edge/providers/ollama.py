@@ -52,6 +52,13 @@ class OllamaProvider(HttpProvider):
             )
         return self._info
 
+    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        data = await self.request_json("POST", "/api/embed", {"model": model, "input": texts, "keep_alive": "30m"})
+        vectors = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(vectors, list) or len(vectors) != len(texts):
+            raise ProviderProtocolError(f"Ollama's /api/embed answered without {len(texts)} embeddings")
+        return vectors
+
     async def warm(self) -> None:
         await self.info()
         # An empty chat loads the model and keeps it for keep_alive (notes/ollama.md).

@@ -33,6 +33,13 @@ class OpenAIProvider(HttpProvider):
     async def models(self) -> list[str]:
         return [str(m.get("id")) for m in await self._listing()]
 
+    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        data = await self.request_json("POST", "/embeddings", {"model": model, "input": texts})
+        items = sorted(data.get("data") or [], key=lambda item: item.get("index", 0)) if isinstance(data, dict) else []
+        if len(items) != len(texts):
+            raise ProviderProtocolError(f"{self.label} answered /embeddings without {len(texts)} embeddings")
+        return [item["embedding"] for item in items]
+
     async def info(self) -> ModelInfo:
         if self._info is None:
             listed = {m.get("id"): m for m in await self._listing()}

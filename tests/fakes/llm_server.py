@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +46,17 @@ class FakeModel:
     context_length: int = 32768
     parameters: int = 7_000_000_000
     reads_at_most: int | None = None  # like a server that ignores num_ctx and cuts the prompt here
+    dims: int = 0  # > 0: an embedding model making vectors of this size
+
+
+def embedding(text: str, dims: int) -> list[float]:
+    """Deterministic bag-of-words vector: texts that share words are close, as with a real model."""
+    vector = [0.0] * dims
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        word = word[:-1] if word.endswith("s") and len(word) > 3 else word  # plants ~ plant
+        vector[zlib.crc32(word.encode()) % dims] += 1.0
+        vector[zlib.crc32(word.encode() + b"#") % dims] += 0.5
+    return vector if any(vector) else [1.0] + [0.0] * (dims - 1)
 
 
 class ScriptedLLM:
@@ -59,7 +72,10 @@ class ScriptedLLM:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
+        self.embed_calls = 0  # texts embedded, to see the cache work
+        self.embeddings_down = False  # the embedding endpoint answers 503
         self.add_model(FakeModel("test-model"))
+        self.add_model(FakeModel("embed-model", dims=64))
 
     # --- what tests use -------------------------------------------------------------------------
     def add_model(self, model: FakeModel) -> ScriptedLLM:
@@ -109,6 +125,7 @@ class ScriptedLLM:
             web.post("/api/chat", self._ollama_chat), web.post("/api/show", self._ollama_show),
             web.get("/api/tags", self._ollama_tags), web.get("/api/version", self._version),
             web.post("/v1/chat/completions", self._openai_chat), web.get("/v1/models", self._openai_models),
+            web.post("/api/embed", self._embed), web.post("/v1/embeddings", self._embed),
         ])
         self._runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(self._runner.setup())
@@ -126,6 +143,22 @@ class ScriptedLLM:
 
     async def _openai_models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": name, "object": "model"} for name in self.models]})
+
+    async def _embed(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append((request.path, body))
+        model = self.models.get(body.get("model", ""))
+        if self.embeddings_down:
+            return web.json_response({"error": "embedding model is loading"}, status=503)
+        if model is None or not model.dims:
+            return web.json_response({"error": f"model \"{body.get('model')}\" not found"}, status=404)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        self.embed_calls += len(texts)
+        vectors = [embedding(t, model.dims) for t in texts]
+        if request.path == "/api/embed":
+            return web.json_response({"model": model.name, "embeddings": vectors})
+        return web.json_response({"object": "list", "data": [{"object": "embedding", "index": i, "embedding": v}
+                                                               for i, v in enumerate(vectors)]})
 
     async def _ollama_show(self, request: web.Request) -> web.Response:
         body = await request.json()
