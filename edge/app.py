@@ -108,8 +108,8 @@ async def runtime(config: Config, extra_tools: Sequence[Tool] = ()) -> AsyncIter
         memories = await _memories(config, db, stack)
         tools.extend(memory_tools(memories))
         registry = Registry(tools, PolicyGate(config.security), store, config.tools)
-        agent = Agent(provider, registry, store, config.agent, config.workspace, memories,
-                      config.memory.inject_budget_tokens)
+        agent = Agent(provider, registry, store, config.agent, config.workspace, memories, config.memory)
+        stack.push_async_callback(agent.close)
         yield Runtime(config, db, store, provider, registry, agent, hardware, memories)
 
 

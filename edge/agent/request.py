@@ -39,13 +39,22 @@ class Request:
     small: bool
 
 
+def fixed_tokens(system: str, tools: list[dict[str, Any]]) -> int:
+    """What every request spends before the first message: the system prompt and the tool specs."""
+    return estimate_tokens(system) + estimate_tokens(orjson.dumps(tools).decode())
+
+
+def history_room(ceiling: int, reply_tokens: int, small: bool, fixed: int) -> int:
+    """Tokens left for the conversation. Small models get half the context for the whole prompt:
+    their quality drops fast as it fills."""
+    return max((ceiling // 2 if small else ceiling - reply_tokens) - fixed, 0)
+
+
 def build_messages(request: Request) -> tuple[list[dict[str, Any]], int, int]:
     """(messages to send, num_ctx, estimated prompt tokens). Oldest turns are dropped to fit;
     the system prompt and the latest user message never are."""
-    fixed = estimate_tokens(request.system) + estimate_tokens(orjson.dumps(request.tools).decode())
-    # Small models get half the context for the prompt: their quality drops fast as it fills.
-    room = (request.ceiling // 2 if request.small else request.ceiling - request.reply_tokens) - fixed
-    messages = fit_history(request.messages, max(room, 0))
+    fixed = fixed_tokens(request.system, request.tools)
+    messages = fit_history(request.messages, history_room(request.ceiling, request.reply_tokens, request.small, fixed))
     if not messages or messages[0]["role"] != "user":
         last_user = max(i for i, m in enumerate(request.messages) if m["role"] == "user")
         messages = request.messages[last_user:]

@@ -15,11 +15,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from edge.agent.context import SystemPrompt, context_ceiling, estimate_tokens, is_small_model
+from edge.agent.compaction import Compactor
+from edge.agent.context import SystemPrompt, context_ceiling, estimate_tokens, is_small_model, message_tokens
 from edge.agent.events import Delta, Notice, Sink, ToolActivity, TurnResult
 from edge.agent.parse import extract_tool_calls
-from edge.agent.request import Reply, Request, stream_reply
-from edge.config import AgentConfig
+from edge.agent.request import Reply, Request, fixed_tokens, history_room, stream_reply
+from edge.config import AgentConfig, MemoryConfig
 from edge.errors import EdgeError, ToolsUnsupported
 from edge.memory.memories import Memories
 from edge.memory.store import Store, Usage
@@ -44,13 +45,16 @@ def _remember_request(text: str) -> str | None:
 
 class Agent:
     def __init__(self, provider: Provider, registry: Registry, store: Store, config: AgentConfig, workspace: Path,
-                 memories: Memories | None = None, memory_budget_tokens: int = 400) -> None:
+                 memories: Memories | None = None, memory_config: MemoryConfig | None = None) -> None:
         self.provider, self.registry, self.store, self.config = provider, registry, store, config
         self.prompt = SystemPrompt(workspace, config.workspace_budget_tokens)
-        self.memories, self.memory_budget_tokens = memories, memory_budget_tokens
+        self.memories, self.memory_config = memories, memory_config or MemoryConfig()
+        self.compactor = Compactor(provider, store, memories)
+        self._compactions: dict[str, asyncio.Task[None]] = {}  # session → compaction running after its last turn
 
     async def turn(self, session_id: str, text: str, sink: Sink, approver: Approver | None = None) -> TurnResult:
         turn_id = uuid.uuid4().hex[:12]
+        await self.settle(session_id)  # a turn never reads history that is being compacted
         await self.store.append(session_id, turn_id, [{"role": "user", "content": text}])  # accepted = kept
         if self.memories is not None and (fact := _remember_request(text)):
             return await self._remember(session_id, turn_id, fact, sink)
@@ -75,7 +79,38 @@ class Agent:
         result.notices = turn.notices
         result.tool_calls, result.requests = turn.tool_calls, turn.requests
         result.prompt_tokens, result.completion_tokens = turn.prompt_tokens, turn.completion_tokens
+        if not result.error:
+            self._compact_if_long(session_id, turn)
         return result
+
+    def _compact_if_long(self, session_id: str, turn: _Turn) -> None:
+        """Past the session's token budget, compact in the background: the answer is already out."""
+        fixed = fixed_tokens(turn.system, turn.specs if turn.native else [])
+        room = history_room(turn.ceiling, self.config.reply_tokens, turn.small, fixed)
+        budget = self.memory_config.history_budget_tokens or room * 3 // 4  # before fit_history must drop turns
+        if sum(message_tokens(m) for m in turn.history + turn.new) <= budget:
+            return
+        task = asyncio.create_task(self._compact(session_id, room, budget // 2, turn), name=f"compact:{session_id}")
+        self._compactions[session_id] = task
+        task.add_done_callback(lambda _: self._compactions.pop(session_id, None))
+
+    async def _compact(self, session_id: str, room: int, keep: int, turn: _Turn) -> None:
+        try:
+            await self.compactor.compact(session_id, room, keep, turn.ceiling, self.config.reply_tokens, turn.small)
+        except EdgeError as exc:  # nothing was marked compacted: the next turn tries again
+            log.warning("compaction failed: %s", exc)
+
+    async def settle(self, session_id: str | None = None) -> None:
+        """Wait for a session's compaction (or every one) to finish."""
+        tasks = list(self._compactions.values()) if session_id is None else [
+            task for key, task in self._compactions.items() if key == session_id]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        """At shutdown, compaction is abandoned whole: it writes in one transaction at its very end."""
+        for task in self._compactions.values():
+            task.cancel()
+        await self.settle()
 
     async def _remember(self, session_id: str, turn_id: str, fact: str, sink: Sink) -> TurnResult:
         """ "Remember that ..." needs no model: store it and say so."""
@@ -98,7 +133,7 @@ class Agent:
         lines, used = [], 0
         for memory in found:
             used += estimate_tokens(memory.content) + 2
-            if used > self.memory_budget_tokens:
+            if used > self.memory_config.inject_budget_tokens:
                 break
             lines.append(f"- {memory.content}")
         return "[What you remember that may help:\n" + "\n".join(lines) + "]\n\n" if lines else ""
@@ -181,6 +216,9 @@ class _Turn:
         self.specs = self.agent.registry.specs(self.small)
         self.native = info.native_tools
         self.system = self.agent.prompt.build(self.small, [] if self.native else self.specs)
+        summary = await self.agent.store.summary(self.session_id)
+        if summary:  # changes only when the session is compacted, so the prefix stays cacheable
+            self.system += f"\n\n## Earlier in this conversation\n{summary}"
         self.history = await self.agent.store.history(self.session_id)  # ends with this turn's user message
         note = await self.agent.recalled_note(self.history[-1]["content"])
         if note:  # on this turn's message only, in the request only: the prefix stays byte-stable

@@ -54,6 +54,8 @@ async def one_shot(runtime: Runtime, text: str, session_key: str) -> int:
     approver = _tty_approver() if sys.stdin.isatty() else None
     result = await runtime.agent.turn(session, text, _printer(sys.stdout, sys.stderr), approver)
     sys.stdout.write("\n")
+    sys.stdout.flush()
+    await runtime.agent.settle(session)  # a long session is compacted before the process exits
     return 1 if result.error else 0
 
 

@@ -129,5 +129,11 @@ def m004_memories(con: apsw.Connection) -> None:
     )
 
 
+def m005_session_summaries(con: apsw.Connection) -> None:
+    # What compaction has folded away: a summary of the session's compacted messages.
+    con.execute("ALTER TABLE sessions ADD COLUMN summary TEXT NOT NULL DEFAULT ''")
+
+
 Migration = Callable[[apsw.Connection], None]
-MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients, m003_telegram, m004_memories]
+MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients, m003_telegram, m004_memories,
+                           m005_session_summaries]

@@ -54,14 +54,32 @@ class Store:
         return await self.db.call(lambda con: _create_session(con, key))
 
     async def history(self, session_id: str, limit: int = 400) -> list[Message]:
+        """The session's messages that compaction has not folded into its summary, oldest first."""
         def read(con: apsw.Connection) -> list[Message]:
             rows = con.execute(
-                "SELECT role, content, extra FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-                (session_id, limit),
+                "SELECT role, content, extra FROM messages WHERE session_id = ? AND NOT compacted"
+                " ORDER BY id DESC LIMIT ?", (session_id, limit),
             ).fetchall()
             return [_row_to_message(row) for row in reversed(rows)]
 
         return await self.db.call(read)
+
+    async def summary(self, session_id: str) -> str:
+        row = await self.db.call(
+            lambda con: con.execute("SELECT summary FROM sessions WHERE id = ?", (session_id,)).fetchone())
+        return row[0] if row else ""
+
+    async def compact(self, session_id: str, count: int, summary: str) -> None:
+        """Fold the session's oldest `count` live messages into `summary`, in one transaction. They stay in
+        the database (marked compacted) but are no longer sent to the model."""
+        def write(con: apsw.Connection) -> None:
+            with transaction(con):
+                con.execute(
+                    "UPDATE messages SET compacted = 1 WHERE id IN (SELECT id FROM messages WHERE session_id = ?"
+                    " AND NOT compacted ORDER BY id LIMIT ?)", (session_id, count))
+                con.execute("UPDATE sessions SET summary = ? WHERE id = ?", (summary, session_id))
+
+        await self.db.call(write)
 
     async def append(self, session_id: str, turn_id: str, messages: list[Message]) -> None:
         """Write a turn's messages in one transaction: one fsync per turn, not one per message."""
