@@ -21,6 +21,7 @@ from edge.memory.db import Database
 from edge.memory.embed import Embedder
 from edge.memory.memories import SNAPSHOT_NAME, Memories
 from edge.memory.store import Store
+from edge.memory.upkeep import MemoryUpkeep
 from edge.metrics import Counters
 from edge.platform.logging import register_secret
 from edge.platform.systemd import LoopMonitor, Notifier
@@ -105,7 +106,7 @@ async def runtime(config: Config, extra_tools: Sequence[Tool] = ()) -> AsyncIter
             *(sensor_tools(onewire) if has_onewire else ()),
             *extra_tools,
         ]
-        memories = await _memories(config, db, stack)
+        memories = await open_memories(config, db, stack)
         tools.extend(memory_tools(memories))
         registry = Registry(tools, PolicyGate(config.security), store, config.tools)
         agent = Agent(provider, registry, store, config.agent, config.workspace, memories, config.memory)
@@ -113,7 +114,7 @@ async def runtime(config: Config, extra_tools: Sequence[Tool] = ()) -> AsyncIter
         yield Runtime(config, db, store, provider, registry, agent, hardware, memories)
 
 
-async def _memories(config: Config, db: Database, stack: contextlib.AsyncExitStack) -> Memories:
+async def open_memories(config: Config, db: Database, stack: contextlib.AsyncExitStack) -> Memories:
     """Long-term memory: vectors when an embedding model is configured, keywords always; a restored Pi
     gets its memories back from MEMORY_SNAPSHOT.md when the database is empty."""
     memory = config.memory
@@ -165,6 +166,8 @@ async def serve(config: Config, notifier: Notifier) -> None:
             "watchdog": monitor.run,
             "agent": AgentLoop(bus, rt, config.agent, counters).run,
         }
+        services["memory"] = MemoryUpkeep(rt.memories, config.workspace / SNAPSHOT_NAME,
+                                          config.memory.upkeep_interval_h * 3600).run
         if config.gateway.enabled:
             services["gateway"] = await _gateway(config, rt, bus, health, counters, monitor)
         if telegram_token:

@@ -45,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     serial.add_argument("name", nargs="?", help="the port's name (send)")
     serial.add_argument("text", nargs="?", help="the line to send (send)")
     serial.add_argument("--wait", type=float, default=2.0, help="seconds to wait for an answer (default: 2)")
+    memory = sub.add_parser("memory", parents=[common], help="search, add, forget, export, import or reindex the "
+                            "long-term memories; stats")
+    memory.add_argument("action", choices=["search", "add", "forget", "export", "import", "reindex", "stats"])
+    memory.add_argument("text", nargs="?", help="search: the query; add: the fact; forget: its number or key; "
+                        "export: a file (default stdout); import: a JSON export or MEMORY_SNAPSHOT.md")
+    memory.add_argument("--key", help="add: a name; adding the same key again replaces the fact")
+    memory.add_argument("--category", choices=["core", "daily"], default="core", help="add: core (default) or daily")
+    memory.add_argument("--top", type=int, help="search: how many results (default: [memory] top_k)")
     sub.add_parser("version", parents=[common], help="print the version")
     return parser
 
@@ -301,7 +309,17 @@ def _serial(args: argparse.Namespace) -> int:
     return asyncio.run(go())
 
 
+def _memory(args: argparse.Namespace) -> int:
+    import uvloop
+
+    from edge.memory import cli
+
+    config = _load(args, interactive=True)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(cli.run(config, args))
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": _init, "agent": _agent, "chat": _chat, "doctor": _doctor, "run": _daemon, "pair": _pair, "status": _status,
-    "gpio": _gpio, "serial": _serial,
+    "gpio": _gpio, "serial": _serial, "memory": _memory,
 }

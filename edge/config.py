@@ -100,7 +100,8 @@ class MemoryConfig:
     mmr_lambda: float = 0.7
     recency_half_life_days: float = 0.0  # 0 = off; else older daily/conversation memories count less
     inject_budget_tokens: int = 400  # most recalled memory that goes into a turn
-    history_budget_tokens: int = 0  # a session longer than this is compacted; 0 = half the context
+    history_budget_tokens: int = 0  # a session longer than this is compacted; 0 = ¾ of the room the context leaves
+    upkeep_interval_h: float = 6.0  # hygiene, missing vectors and MEMORY_SNAPSHOT.md, this often
     daily_archive_days: int = 30
     archive_purge_days: int = 365
     conversation_retention_days: int = 90

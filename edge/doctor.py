@@ -13,6 +13,7 @@ from pathlib import Path
 from edge.agent.context import choose_num_ctx, context_ceiling, is_small_model
 from edge.app import Runtime
 from edge.errors import EdgeError
+from edge.memory.db import RESTORE_HINT
 
 MIN_FREE_DISK_MB = 100
 
@@ -77,7 +78,7 @@ async def _workspace(runtime: Runtime) -> tuple[bool, str]:
 async def _database(runtime: Runtime) -> tuple[bool, str]:
     result = await runtime.db.call(lambda con: con.execute("PRAGMA quick_check").fetchone()[0])
     if result != "ok":
-        return False, f"{runtime.db.path} is damaged ({result}); move it aside to start afresh"
+        return False, f"{runtime.db.path} is damaged ({result}); " + RESTORE_HINT.format(path=runtime.db.path)
     return True, f"{runtime.db.path} is sound"
 
 
@@ -135,9 +136,27 @@ def _serial_access(runtime: Runtime) -> tuple[bool, str]:
     return True, f"{len(ports)} port(s) connected: {', '.join(ports)}"
 
 
+async def _memory(runtime: Runtime) -> tuple[bool, str]:
+    memories = runtime.memories
+    stats = await memories.stats()
+    count = f"{stats['memories']} memories"
+    if memories.embedder is None:
+        return True, f"{count}; keyword recall (set [memory] embedding_model for recall by meaning)"
+    if memories.mode != "vectors":
+        return False, f"{count}; recall is keyword-only: {memories.problem}"
+    try:
+        await memories.embedder.embed(["edge doctor"], cache=False)
+    except EdgeError as exc:
+        return False, (f"{count}; the embedding model does not answer ({exc}): recall falls back to keywords "
+                       f"until it does")
+    missing = stats["memories"] - stats["with_vectors"]
+    pending = f", {missing} waiting for a vector (added by the daemon's upkeep)" if missing else ""
+    return True, f"{count}; hybrid recall with {stats['identity']}{pending}"
+
+
 _PROBES: list[tuple[str, Callable[[Runtime], Awaitable[tuple[bool, str]]]]] = [
     ("provider", _provider), ("model", _model), ("capabilities", _capabilities), ("workspace", _workspace),
-    ("database", _database), ("disk", _disk), ("clock", _clock), ("gpio", _gpio), ("serial", _serial),
+    ("database", _database), ("memory", _memory), ("disk", _disk), ("clock", _clock), ("gpio", _gpio), ("serial", _serial),
 ]
 
 

@@ -59,7 +59,8 @@ mmr = false                          # prefer diverse memories over near-duplica
 mmr_lambda = 0.7
 recency_half_life_days = 0.0         # 0 = off; else older daily/conversation memories count less
 inject_budget_tokens = 400           # most recalled memory put into a turn
-history_budget_tokens = 0            # longer sessions are summarised; 0 = half the context
+history_budget_tokens = 0            # longer sessions are summarised; 0 = ¾ of what the context leaves for history
+upkeep_interval_h = 6.0              # every so often: archive/purge, missing vectors, MEMORY_SNAPSHOT.md
 daily_archive_days = 30              # daily notes are archived after this many days
 archive_purge_days = 365             # archived memories are deleted after this many days
 conversation_retention_days = 90     # memories saved from conversations are kept this long

@@ -117,10 +117,9 @@ class Compactor:
         try:
             answer = await self._ask(_FLUSH_SYSTEM, _FLUSH_ASK.format(transcript=text), ceiling, reply_tokens, small,
                                      session_id, time.monotonic())
-            known = {m.content.casefold() for m in await self.memories.all()}
             saved = 0
             for fact in parse_facts(answer):
-                if fact.casefold() not in known:
+                if not await self.memories.known(fact):
                     await self.memories.remember(fact, "daily", session_id=session_id)
                     saved += 1
             return saved

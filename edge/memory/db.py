@@ -26,9 +26,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+RESTORE_HINT = ("stop edge, move it aside (mv {path} {path}.damaged) and start edge again: its memories come back "
+                "from MEMORY_SNAPSHOT.md in the workspace")
+
+
 class Database:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, busy_timeout_ms: int = 5000) -> None:
+        self.path, self.busy_timeout_ms = path, busy_timeout_ms
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edge-db")
         self._con: apsw.Connection | None = None
         self.vectors = False  # sqlite-vec loaded: vector recall possible (keyword recall works regardless)
@@ -40,7 +44,11 @@ class Database:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = apsw.Connection(str(self.path))
-            con.setbusytimeout(5000)  # a second reader (`edge memory ...`) waits instead of failing
+            # Another process writing (`edge memory add` beside the daemon): retry for a bounded time, then fail.
+            con.setbusytimeout(self.busy_timeout_ms)
+            problem = con.execute("PRAGMA quick_check").fetchone()[0]
+            if problem != "ok":
+                raise apsw.CorruptError(problem)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
             con.execute("PRAGMA foreign_keys=ON")
@@ -136,7 +144,7 @@ def _translate(exc: BaseException, path: Path) -> StorageError:
     if isinstance(exc, apsw.BusyError):
         return StorageError(f"the database {path} stayed locked by another process; try again")
     if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
-        return StorageError(f"the database {path} is damaged ({exc}); move it aside to start afresh")
+        return StorageError(f"the database {path} is damaged ({exc}); " + RESTORE_HINT.format(path=path))
     if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError, PermissionError)):
         return StorageError(f"cannot write the database {path} ({exc}); check the directory's owner and permissions")
     return StorageError(f"database error in {path}: {exc}")

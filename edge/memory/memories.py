@@ -29,7 +29,7 @@ CATEGORIES = ("core", "daily", "conversation", "archived")
 IDENTITY_KEY = "memory:embedding"
 BITS_TABLE = "memory_bits"
 SNAPSHOT_NAME = "MEMORY_SNAPSHOT.md"
-_SNAPSHOT_MARK = "<!-- edge memory snapshot v1 -->"
+SNAPSHOT_MARK = "<!-- edge memory snapshot v1 -->"
 _SNAPSHOT_LINE = re.compile(r"^- (?:\[key: (?P<key>[^\]]+)\] )?(?P<content>.+)$")
 
 
@@ -75,11 +75,13 @@ class Memories:
         if self.mode != "vectors" or self.embedder is None:
             return None
         try:
-            return await self.embedder.embed(texts)
+            vectors = await self.embedder.embed(texts)
         except EmbeddingError as exc:  # the embedding server is down: keep the memory, recall by keywords
-            log.warning("memory: %s; stored without a vector", exc)
+            log.warning("memory: %s; stored without a vector (added when the server is back)", exc)
             self.problem = str(exc)
             return None
+        self.problem = ""
+        return vectors
 
     async def remember(self, content: str, category: Category = "core", key: str | None = None,
                        session_id: str | None = None) -> int:
@@ -198,7 +200,7 @@ class Memories:
         """MEMORY_SNAPSHOT.md: every memory as Markdown, written atomically; a restored Pi hydrates from it."""
         memories = await self.all()
         lines = ["# Memory snapshot", "", "Written by edge. Kept so that a new or restored device can get its memory back.",
-                 _SNAPSHOT_MARK]
+                 SNAPSHOT_MARK]
         for category in CATEGORIES:
             chosen = [m for m in memories if m.category == category]
             if chosen:
@@ -212,19 +214,52 @@ class Memories:
         if await self.db.call(lambda con: con.execute("SELECT 1 FROM memories LIMIT 1").fetchone()):
             return 0
         text = await asyncio.to_thread(_read_if_present, path)
-        if _SNAPSHOT_MARK not in text:
+        if SNAPSHOT_MARK not in text:
             return 0
         return await self.import_items(parse_snapshot(text))
 
     async def import_items(self, items: list[dict[str, Any]]) -> int:
+        """Add exported memories: one with the same words is skipped, one with a known key is updated."""
         count = 0
         for item in items:
-            category = item.get("category", "core")
-            if category not in CATEGORIES or not str(item.get("content", "")).strip():
+            category, content, key = item.get("category", "core"), str(item.get("content", "")), item.get("key") or None
+            if category not in CATEGORIES or not content.strip() or await self.known(content):
                 continue
-            await self.remember(str(item["content"]), category, item.get("key") or None)
+            await self.remember(content, category, key)
             count += 1
         return count
+
+    async def known(self, content: str) -> bool:
+        """A memory with these very words exists already (case aside)."""
+        content = " ".join(content.split())
+        return await self.db.call(lambda con: con.execute(
+            "SELECT 1 FROM memories WHERE content = ? COLLATE NOCASE LIMIT 1", (content,)).fetchone() is not None)
+
+    async def backfill(self, batch: int = 64) -> int:
+        """Embed memories stored while the embedding server was down; returns how many got a vector."""
+        if self.mode != "vectors":
+            return 0
+        missing = await self.db.call(lambda con: con.execute(
+            "SELECT id, content FROM memories WHERE id NOT IN (SELECT id FROM memory_vectors) LIMIT ?",
+            (batch,)).fetchall())
+        vectors = await self._vectors_for([content for _, content in missing]) if missing else None
+        if not vectors:
+            return 0
+
+        def write(con: apsw.Connection) -> None:
+            with transaction(con):
+                for (memory_id, _), vector in zip(missing, vectors, strict=True):
+                    if con.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone():
+                        self._store_vector(con, memory_id, vector)
+
+        await self.db.call(write)
+        return len(missing)
+
+    async def fingerprint(self) -> tuple[int, float, int]:
+        """Changes whenever a memory is added, changed or removed: the snapshot is rewritten only then."""
+        row = await self.db.call(lambda con: con.execute(
+            "SELECT count(*), coalesce(max(updated_at), 0), coalesce(sum(id), 0) FROM memories").fetchone())
+        return int(row[0]), float(row[1]), int(row[2])
 
 
 def parse_snapshot(text: str) -> list[dict[str, Any]]:
