@@ -18,6 +18,7 @@ import apsw
 from edge.config import MemoryConfig
 
 KEYWORD_CANDIDATES = 50
+COMMON_WORD_MEMORIES = 2000
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -30,17 +31,27 @@ class Recalled:
     score: float
 
 
-def fts_query(text: str) -> str:
-    """Plain words only, OR-ed and quoted: user text can never be an FTS5 syntax error."""
-    words = [w for w in _WORD.findall(text.lower()) if len(w) > 1]
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+def query_words(text: str) -> list[str]:
+    """Plain words only (each is then quoted): user text can never be an FTS5 syntax error."""
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) > 1))
+
+
+def telling_words(con: apsw.Connection, text: str, have_vector: bool) -> str:
+    """The FTS5 query without the words found in more than COMMON_WORD_MEMORIES memories ("what", "about",
+    the user's own name): they say little about any one memory, and ranking every memory that holds them
+    is what makes keyword search slow on a big store. With no vector to fall back on, they stay."""
+    words = query_words(text)
+    telling = [w for w in words if con.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+        (f'"{w}"', COMMON_WORD_MEMORIES + 1)).fetchone()[0] <= COMMON_WORD_MEMORIES]
+    return " OR ".join(f'"{w}"' for w in (telling if telling or have_vector else words))
 
 
 def search(con: apsw.Connection, query: str, vector: bytes | None, config: MemoryConfig, top_k: int,
            vectors_table: str | None, now: float | None = None) -> list[Recalled]:
     now = now or time.time()
     keyword: dict[int, float] = {}
-    match = fts_query(query)
+    match = telling_words(con, query, vector is not None and vectors_table is not None)
     if match:
         for rowid, rank in con.execute(
                 "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? ORDER BY 2 LIMIT ?",

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from edge.memory.memories import SNAPSHOT_NAME, parse_snapshot
-from edge.memory.recall import fts_query
+from edge.memory.recall import query_words
 from tests.conftest import Recorder, open_runtime
 from tests.fakes.llm_server import ScriptedLLM
 
@@ -168,7 +168,22 @@ def test_snapshot_format_round_trip():
                                     {"category": "daily", "key": None, "content": "three"}]
 
 
-@pytest.mark.parametrize(("text", "query"), [('he said "hi" OR NOT', '"he" OR "said" OR "hi" OR "or" OR "not"'),
-                                             ("a*b:c", ""), ("wifi -- password", '"wifi" OR "password"')])
-def test_user_text_cannot_break_the_keyword_query(text, query):
-    assert fts_query(text) == query
+@pytest.mark.parametrize(("text", "words"), [('he said "hi" OR NOT', ["he", "said", "hi", "or", "not"]),
+                                             ("a*b:c", []), ("wifi -- password", ["wifi", "password"])])
+def test_user_text_cannot_break_the_keyword_query(text, words):
+    assert query_words(text) == words
+
+
+async def test_words_most_memories_hold_do_not_slow_recall_down(tmp_path, llm: ScriptedLLM):
+    from edge.memory.recall import COMMON_WORD_MEMORIES, telling_words
+
+    async with open_runtime(tmp_path, llm, memory=VECTORS) as rt:
+        await rt.memories.remember_many([(f"note {n} about the garden", "core", None)
+                                         for n in range(COMMON_WORD_MEMORIES + 1)])
+        await rt.memories.remember("The porch light is on GPIO 17.")
+        with_vectors = await rt.db.call(lambda con: telling_words(con, "the porch note", True))
+        keywords_only = await rt.db.call(lambda con: telling_words(con, "the note", False))
+        found = await rt.memories.recall("porch note")
+    assert with_vectors == '"porch"'  # "the" and "note" are in every memory: they would rank 2,000 rows
+    assert keywords_only == '"the" OR "note"'  # without vectors a common word is better than none
+    assert found[0].content == "The porch light is on GPIO 17."
