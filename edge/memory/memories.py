@@ -8,6 +8,7 @@ is refused until `edge memory reindex` has re-embedded everything — two models
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -296,8 +297,13 @@ def _kv(con: apsw.Connection, key: str) -> str | None:
 
 def _write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.tmp")  # a full disk never leaves half a snapshot
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise StorageError(f"cannot write {path} ({exc.strerror}); the previous snapshot is kept") from exc
 
 
 def _read_if_present(path: Path) -> str:

@@ -128,3 +128,17 @@ async def test_upkeep_adds_missing_vectors_and_writes_the_snapshot_only_on_chang
     assert first["embedded"] == 1 and first["snapshot"] == 1 and stats["with_vectors"] == 1
     assert second["snapshot"] == 0 and snapshot.stat().st_mtime_ns == written
     assert "The greenhouse sensor is the Arduino on USB." in snapshot.read_text()
+
+
+async def test_a_snapshot_that_cannot_be_written_keeps_the_old_one(tmp_path, llm: ScriptedLLM):
+    async with open_runtime(tmp_path, llm) as rt:
+        snapshot = rt.config.workspace / SNAPSHOT_NAME
+        await rt.memories.remember("The cat is called Pixel.")
+        await MemoryUpkeep(rt.memories, snapshot, 3600).tidy()
+        kept = snapshot.read_text()
+        await rt.memories.remember("The dog is called Rex.")
+        blocker = snapshot.with_name(f".{SNAPSHOT_NAME}.tmp")
+        blocker.mkdir()  # the temporary file cannot be written, as on a full disk
+        with pytest.raises(StorageError, match="the previous snapshot is kept"):
+            await MemoryUpkeep(rt.memories, snapshot, 3600).tidy()
+    assert snapshot.read_text() == kept
