@@ -56,6 +56,18 @@ async def open_runtime(tmp_path: Path, llm: ScriptedLLM | None = None, **section
         yield rt
 
 
+@contextlib.asynccontextmanager
+async def running(*coroutines: Any) -> AsyncIterator[None]:
+    """Run services in the background for the body of a `with`, then cancel them."""
+    tasks = [asyncio.create_task(c) for c in coroutines]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class Recorder:
     """A sink that keeps every event a turn emits."""
 

@@ -18,7 +18,7 @@ from edge.config import TelegramConfig
 from edge.metrics import Counters
 from edge.supervise import Health, supervise
 from edge.tools.notify import notify_tools
-from tests.conftest import edge_env, make_config
+from tests.conftest import edge_env, make_config, running
 from tests.fakes.llm_server import ScriptedLLM, Step
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
@@ -35,14 +35,9 @@ async def bot(tmp_path, llm, fake: FakeTelegram, token: str = TOKEN, health: Hea
     async with runtime(config, notify_tools(bus, "telegram")) as rt:
         channel = TelegramChannel(config.telegram, token, bus, rt.db, backoff_s=0.01)
         health = health or Health()
-        tasks = [asyncio.create_task(AgentLoop(bus, rt, config.agent, Counters()).run(lambda: None)),
-                 asyncio.create_task(supervise("telegram", channel.run, health, first_delay=0.05))]
-        try:
+        async with running(AgentLoop(bus, rt, config.agent, Counters()).run(lambda: None),
+                           supervise("telegram", channel.run, health, first_delay=0.05)):
             yield channel, rt
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def says(fake: FakeTelegram, chat: int, text: str) -> str:

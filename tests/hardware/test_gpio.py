@@ -13,7 +13,7 @@ from edge.bus import Bus, OutboundMessage
 from edge.errors import ConfigError
 from edge.hardware.events import HardwareEvent, Triggers
 from edge.metrics import Counters
-from tests.conftest import Recorder, open_runtime
+from tests.conftest import Recorder, open_runtime, running
 from tests.fakes.llm_server import ScriptedLLM, Step
 
 DEVICES = {
@@ -122,14 +122,9 @@ async def daemon_parts(tmp_path, llm, triggers):  # type: ignore[no-untyped-def]
     async with open_runtime(tmp_path, llm, gpio=DEVICES, triggers=triggers) as rt:
         bus, phone = Bus(), Collector("phone")
         bus.register(phone)
-        tasks = [asyncio.create_task(Triggers(rt.config.triggers, rt.hardware.events, bus).run(lambda: None)),
-                 asyncio.create_task(AgentLoop(bus, rt, rt.config.agent, Counters()).run(lambda: None))]
-        try:
+        async with running(Triggers(rt.config.triggers, rt.hardware.events, bus).run(lambda: None),
+                           AgentLoop(bus, rt, rt.config.agent, Counters()).run(lambda: None)):
             yield rt, phone
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def test_a_button_press_notifies_once_however_often_it_bounces(tmp_path, llm: ScriptedLLM):
