@@ -12,6 +12,7 @@ from pathlib import Path
 from edge.agent.loop import AgentLoop
 from edge.agent.turn import Agent
 from edge.bus import Bus
+from edge.channels.base import ReplyStreams
 from edge.config import Config, ProviderConfig, secret
 from edge.errors import EdgeError
 from edge.hardware.events import EventQueue, Triggers
@@ -28,6 +29,11 @@ from edge.platform.systemd import LoopMonitor, Notifier
 from edge.providers.base import FallbackChain, Provider
 from edge.providers.ollama import OllamaProvider
 from edge.providers.openai import OpenAIProvider
+from edge.scheduler.cron import CHANNEL as SCHEDULER_CHANNEL
+from edge.scheduler.cron import Scheduler
+from edge.scheduler.heartbeat import Heartbeat
+from edge.scheduler.jobs import Jobs
+from edge.scheduler.schedule import Place
 from edge.supervise import ComponentHealth, Health, Service, supervise
 from edge.templates import WORKSPACE_FILES
 from edge.tools.base import Tool
@@ -37,6 +43,7 @@ from edge.tools.memory import memory_tools
 from edge.tools.notify import notify_tools
 from edge.tools.policy import PolicyGate
 from edge.tools.registry import Registry
+from edge.tools.schedule import schedule_tools
 from edge.tools.sensors import sensor_tools
 from edge.tools.serial import serial_tools
 from edge.tools.shell import shell_tools
@@ -63,6 +70,7 @@ class Runtime:
     agent: Agent
     hardware: Hardware
     memories: Memories
+    jobs: Jobs
 
 
 def build_provider(config: ProviderConfig) -> Provider:
@@ -108,10 +116,13 @@ async def runtime(config: Config, extra_tools: Sequence[Tool] = ()) -> AsyncIter
         ]
         memories = await open_memories(config, db, stack)
         tools.extend(memory_tools(memories))
+        jobs = Jobs(db, Place.from_config(config.location), config.scheduler.history_per_job)
+        if config.scheduler.enabled:
+            tools.extend(schedule_tools(jobs, config.scheduler.channel))
         registry = Registry(tools, PolicyGate(config.security), store, config.tools)
         agent = Agent(provider, registry, store, config.agent, config.workspace, memories, config.memory)
         stack.push_async_callback(agent.close)
-        yield Runtime(config, db, store, provider, registry, agent, hardware, memories)
+        yield Runtime(config, db, store, provider, registry, agent, hardware, memories, jobs)
 
 
 async def open_memories(config: Config, db: Database, stack: contextlib.AsyncExitStack) -> Memories:
@@ -168,6 +179,13 @@ async def serve(config: Config, notifier: Notifier) -> None:
         }
         services["memory"] = MemoryUpkeep(rt.memories, config.workspace / SNAPSHOT_NAME,
                                           config.memory.upkeep_interval_h * 3600).run
+        if config.scheduler.enabled or config.heartbeat.enabled:
+            streams = ReplyStreams(SCHEDULER_CHANNEL, bus)  # agent jobs and heartbeats are turns like any other
+            if config.scheduler.enabled:
+                services["scheduler"] = Scheduler(rt.jobs, config.scheduler, bus, streams, rt.registry).run
+            if config.heartbeat.enabled:
+                services["heartbeat"] = Heartbeat(config.heartbeat, config.workspace, bus, streams,
+                                                  rt.jobs.place.zone).run
         if config.gateway.enabled:
             services["gateway"] = await _gateway(config, rt, bus, health, counters, monitor)
         if telegram_token:

@@ -53,6 +53,22 @@ def _parser() -> argparse.ArgumentParser:
     memory.add_argument("--key", help="add: a name; adding the same key again replaces the fact")
     memory.add_argument("--category", choices=["core", "daily"], default="core", help="add: core (default) or daily")
     memory.add_argument("--top", type=int, help="search: how many results (default: [memory] top_k)")
+    cron = sub.add_parser("cron", parents=[common], help="list, add, remove or run scheduled jobs; their history")
+    cron_actions = cron.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = cron_actions.add_parser("list", parents=[common], help="the jobs and their next run")
+    listing.add_argument("--all", action="store_true", help="also one-shot jobs that have run")
+    add = cron_actions.add_parser("add", parents=[common], help="add a job", epilog='examples: edge cron add '
+                                  '"0 7 * * 1-5" "Good morning"; edge cron add sunset "Porch light on?" --kind agent')
+    add.add_argument("schedule", help='"0 7 * * *", "@daily", "every 30m", "at 07:30", "in 20m", "sunset-15m"')
+    add.add_argument("text", help="the message (notify), the prompt (agent) or the command (shell)")
+    add.add_argument("--kind", choices=["notify", "agent", "shell"], default="notify")
+    add.add_argument("--name", help="a short name (default: the start of the text)")
+    add.add_argument("--channel", choices=["telegram", "log"], help="where the result goes ([scheduler] channel)")
+    add.add_argument("--catch-up", action=argparse.BooleanOptionalAction, default=None,
+                     help="run once at start if a run was missed while edge was off (default: only for `at`)")
+    for action, text in (("remove", "remove a job"), ("run", "run a job now, here, and print its result"),
+                         ("history", "a job's last runs")):
+        cron_actions.add_parser(action, parents=[common], help=text).add_argument("job", help="its number or name")
     sub.add_parser("version", parents=[common], help="print the version")
     return parser
 
@@ -319,7 +335,17 @@ def _memory(args: argparse.Namespace) -> int:
         return runner.run(cli.run(config, args))
 
 
+def _cron(args: argparse.Namespace) -> int:
+    import uvloop
+
+    from edge.scheduler import cli
+
+    config = _load(args, interactive=True)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(cli.run(config, args))
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": _init, "agent": _agent, "chat": _chat, "doctor": _doctor, "run": _daemon, "pair": _pair, "status": _status,
-    "gpio": _gpio, "serial": _serial, "memory": _memory,
+    "gpio": _gpio, "serial": _serial, "memory": _memory, "cron": _cron,
 }

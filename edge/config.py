@@ -107,6 +107,41 @@ class MemoryConfig:
     conversation_retention_days: int = 90
 
 
+class Degrees(float):
+    """A latitude or longitude: a signed number of degrees (plain floats in the config must be ≥ 0)."""
+
+
+@dataclass(frozen=True)
+class LocationConfig:
+    latitude: Degrees = 0.0  # type: ignore[assignment]  # with longitude: where "sunrise" and "sunset" are; 0, 0 = not set
+    longitude: Degrees = 0.0  # type: ignore[assignment]
+    timezone: str = ""  # an IANA name such as "Europe/Berlin"; "" = the system's
+
+    @property
+    def has_place(self) -> bool:
+        return (self.latitude, self.longitude) != (0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    enabled: bool = True
+    channel: str = "telegram"  # where job results go unless a job names its own; "log" = only the run history
+    max_concurrent_jobs: int = 2
+    retries: int = 2  # a failed run is tried again this many times, after retry_backoff_s, then twice that
+    retry_backoff_s: float = 30.0
+    disable_after_failures: int = 3  # runs failing in a row (retries included) before the job is turned off
+    job_timeout_s: float = 600.0
+    history_per_job: int = 50
+
+
+@dataclass(frozen=True)
+class HeartbeatConfig:
+    enabled: bool = True
+    interval_min: float = 30.0
+    active_hours: str = ""  # e.g. "08:00-22:00" in [location] timezone; "" = at any hour
+    channel: str = "telegram"  # where anything other than HEARTBEAT_OK goes
+
+
 @dataclass(frozen=True)
 class TelegramConfig:
     enabled: bool = True  # runs when the token is there; without one the channel stays off
@@ -193,6 +228,9 @@ class Config:
     serial: SerialConfig = field(default_factory=SerialConfig)
     sensors: SensorsConfig = field(default_factory=SensorsConfig)
     triggers: tuple[TriggerConfig, ...] = ()
+    location: LocationConfig = field(default_factory=LocationConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     source: str = "embedded defaults"  # where the values came from, for messages
@@ -255,6 +293,7 @@ def load(explicit_path: str | None = None, environ: typing.Mapping[str, str] | N
     config = _build(Config, data, source, prefix="")
     _check_gateway(config.gateway, source)
     _check_hardware(config, source)
+    _check_schedules(config, source)
     return dataclasses.replace(config, source=source)
 
 
@@ -296,6 +335,25 @@ def _check_hardware(config: Config, source: str) -> None:
         if (kind, name) not in {("gpio", n) for n in names} | {("serial", p) for p in ports}:
             raise ConfigError(source, f"[[triggers]] #{index + 1} event", trigger.event,
                               "gpio:<device>:<event> or serial:<port>:line for a configured device or port")
+
+
+def _check_schedules(config: Config, source: str) -> None:
+    import re
+
+    location = config.location
+    if not -90 <= location.latitude <= 90:
+        raise ConfigError(source, "[location] latitude", location.latitude, "degrees from -90 to 90")
+    if location.timezone:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(location.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(source, "[location] timezone", location.timezone,
+                              'an IANA time zone such as "Europe/Berlin" (see `timedatectl list-timezones`)') from None
+    hours = config.heartbeat.active_hours
+    if hours and not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-4]):[0-5]\d", hours):
+        raise ConfigError(source, "[heartbeat] active_hours", hours, '"HH:MM-HH:MM", e.g. "08:00-22:00", or ""')
 
 
 def _env_overrides(environ: typing.Mapping[str, str]) -> dict[str, dict[str, tuple[str, str]]]:
@@ -367,6 +425,10 @@ def _coerce(hint: Any, value: Any, source: str, key: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(source, key, value, "a whole number ≥ 0")
         return value
+    if hint is Degrees:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -180 <= value <= 180:
+            raise ConfigError(source, key, value, "degrees from -180 to 180 (north and east are positive)")
+        return Degrees(value)
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(source, key, value, "a number ≥ 0")
@@ -382,7 +444,7 @@ def _parse_env(hint: Any, text: str) -> Any:
     """Turn an environment string into the field's type; leave it a string when it does not parse."""
     if hint is bool:
         return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get(text.lower(), text)
-    if hint in (int, float):
+    if hint in (int, float, Degrees):
         try:
             return hint(text)
         except ValueError:

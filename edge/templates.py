@@ -82,6 +82,27 @@ workspace = ""                       # "" = <state_dir>/workspace
 autonomy = "supervised"              # "readonly", "supervised" (risky tools ask first) or "full"
 approval_timeout_s = 120.0           # an unanswered approval counts as "no"
 
+[location]                           # for "sunrise" / "sunset" schedules and local times
+latitude = 0.0                       # e.g. 52.52 (north is positive); 0, 0 = not set
+longitude = 0.0                      # e.g. 13.405 (east is positive)
+timezone = ""                        # e.g. "Europe/Berlin"; "" = the system's
+
+[scheduler]                          # jobs: `edge cron add`, or "remind me at 7 …" in chat
+enabled = true
+channel = "telegram"                 # where job results go by default; "log" = only the run history
+max_concurrent_jobs = 2
+retries = 2                          # a failed run is tried again, after 30 s, then 60 s
+retry_backoff_s = 30.0
+disable_after_failures = 3           # failing runs in a row before a job is turned off (you are told)
+job_timeout_s = 600.0
+history_per_job = 50                 # runs kept per job (`edge cron history ID`)
+
+[heartbeat]                          # every so often, edge reads HEARTBEAT.md and acts on its tasks
+enabled = true
+interval_min = 30.0
+active_hours = ""                    # e.g. "08:00-22:00"; "" = at any hour
+channel = "telegram"                 # where anything worth telling goes (HEARTBEAT_OK sends nothing)
+
 [tools]
 timeout_s = 30.0                     # per tool call
 max_result_chars = 8000              # longer tool output is cut before the model sees it

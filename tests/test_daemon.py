@@ -75,7 +75,7 @@ def test_ready_watchdog_pairing_webhook_and_a_clean_stop(tmp_path, llm: Scripted
     llm.script("Hello from the daemon.")
     with daemon(tmp_path, llm, WATCHDOG_USEC="1000000") as d:
         ready, _ = d.wait_for("READY=1")
-        assert "STATUS=watchdog up, agent up, memory up, gateway up" in ready
+        assert "STATUS=watchdog up, agent up, memory up, scheduler up, heartbeat up, gateway up" in ready
         code = d.process.stdout.readline().strip()
         assert re.fullmatch(r"\d{8}", code)  # the pairing code, alone on its line
         d.wait_for("WATCHDOG=1")

@@ -134,6 +134,39 @@ def m005_session_summaries(con: apsw.Connection) -> None:
     con.execute("ALTER TABLE sessions ADD COLUMN summary TEXT NOT NULL DEFAULT ''")
 
 
+def m006_jobs(con: apsw.Connection) -> None:
+    con.execute(
+        """
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            schedule TEXT NOT NULL,       -- normalised: "0 7 * * *", "every 30m", "at 2026-…", "sunset-30m"
+            kind TEXT NOT NULL CHECK (kind IN ('agent', 'shell', 'notify')),
+            payload TEXT NOT NULL,        -- the prompt, the command or the message
+            channel TEXT NOT NULL,        -- where the result goes; 'log' = only the run history
+            target TEXT NOT NULL DEFAULT '',  -- a chat within the channel; '' = its default chat
+            catch_up INTEGER NOT NULL,    -- run once at start if a run was missed while edge was off
+            enabled INTEGER NOT NULL DEFAULT 1,
+            next_run REAL,                -- NULL once a one-shot job has run
+            failures INTEGER NOT NULL DEFAULT 0,  -- failed runs in a row
+            note TEXT NOT NULL DEFAULT '',        -- why it is off
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE job_runs (
+            id INTEGER PRIMARY KEY,
+            job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+            due_at REAL NOT NULL,
+            started_at REAL NOT NULL,
+            duration_ms REAL NOT NULL,
+            status TEXT NOT NULL,         -- ok | failed | missed
+            attempts INTEGER NOT NULL,
+            output TEXT NOT NULL
+        );
+        CREATE INDEX job_runs_job ON job_runs(job_id, id);
+        """
+    )
+
+
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[Migration] = [m001_sessions_and_audit, m002_gateway_clients, m003_telegram, m004_memories,
-                           m005_session_summaries]
+                           m005_session_summaries, m006_jobs]

@@ -7,12 +7,17 @@ skipped hour runs at the moment of the jump; on the day they go back, a repeated
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from pathlib import Path
 from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from edge.config import LocationConfig
 from edge.errors import EdgeError
 from edge.scheduler.sun import Event, sun_event
 
@@ -43,6 +48,27 @@ class Place:
     latitude: float | None = None
     longitude: float | None = None
 
+    @classmethod
+    def from_config(cls, location: LocationConfig) -> Place:
+        zone = ZoneInfo(location.timezone) if location.timezone else system_zone()
+        if location.has_place:
+            return cls(zone, location.latitude, location.longitude)
+        return cls(zone)
+
+
+def system_zone() -> tzinfo:
+    """The system's time zone with its DST rules (a fixed UTC offset would be wrong half the year)."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    with contextlib.suppress(OSError):
+        candidates.append(os.readlink("/etc/localtime").partition("zoneinfo/")[2])
+    with contextlib.suppress(OSError):
+        candidates.append(Path("/etc/timezone").read_text().strip())
+    for name in candidates:
+        with contextlib.suppress(ValueError, ZoneInfoNotFoundError):
+            if name:
+                return ZoneInfo(name)
+    return UTC
+
 
 def parse(text: str, place: Place, now: datetime) -> Schedule:
     """A schedule from its text. `now` anchors "in 20m", "at 07:30" and `every` intervals."""
@@ -60,9 +86,9 @@ def _parse(spec: str, place: Place, now: datetime) -> Schedule:
     if not spec:
         raise ScheduleError("the schedule is empty")
     if spec.startswith("in "):
-        return At(now.astimezone(UTC) + _duration(spec[3:]))
+        return At(now.astimezone(UTC) + _duration(spec[3:]), place.zone)
     if spec.startswith("at "):
-        return At(_instant(spec[3:], place.zone, now))
+        return At(_instant(spec[3:], place.zone, now), place.zone)
     if spec.startswith("every "):
         return Every(_duration(spec[6:]), now.astimezone(UTC), spec)
     if match := _SUN.match(spec):
@@ -118,10 +144,11 @@ def wall_to_instant(wall: datetime, zone: tzinfo) -> datetime:
 @dataclass(frozen=True)
 class At:
     moment: datetime  # UTC
+    zone: tzinfo
 
     @property
     def text(self) -> str:
-        return "at " + self.moment.isoformat(timespec="seconds")
+        return "at " + self.moment.astimezone(self.zone).isoformat(timespec="seconds")
 
     def next_after(self, after: datetime) -> datetime | None:
         return self.moment if self.moment > after else None

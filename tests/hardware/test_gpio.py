@@ -9,11 +9,12 @@ import pytest
 
 from edge import config as config_module
 from edge.agent.loop import AgentLoop
-from edge.bus import Bus, OutboundMessage
+from edge.bus import Bus
 from edge.errors import ConfigError
 from edge.hardware.events import HardwareEvent, Triggers
 from edge.metrics import Counters
 from tests.conftest import Recorder, open_runtime, running
+from tests.fakes.channel import Collector
 from tests.fakes.llm_server import ScriptedLLM, Step
 
 DEVICES = {
@@ -105,16 +106,6 @@ async def test_pulse_switches_on_then_off(tmp_path, llm: ScriptedLLM):
         result = await rt.registry.get("gpio_pulse").function("porch light", 0.05)
         history = [state for _, state in pin.states]
     assert history == [0, 1, 0] and "now off" in result
-
-
-class Collector:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.messages: asyncio.Queue[OutboundMessage] = asyncio.Queue()
-
-    async def send(self, message: OutboundMessage) -> None:
-        if message.kind in ("final", "notify"):
-            self.messages.put_nowait(message)
 
 
 @contextlib.asynccontextmanager

@@ -72,7 +72,7 @@ def test_at_in_and_every():
     assert runs("at 2026-12-24T18:00:00+01:00", now, 1) == ["2026-12-24T18:00+01:00"]
     assert runs("at 2026-12-24 18:00", now, 1) == ["2026-12-24T18:00+01:00"]  # no offset: local time
     at = parse("at 2026-12-24 18:00", HERE, now)
-    assert at.text == "at 2026-12-24T17:00:00+00:00" and at.next_after(local(2026, 12, 25)) is None
+    assert at.text == "at 2026-12-24T18:00:00+01:00" and at.next_after(local(2026, 12, 25)) is None
     every = parse("every 30m", HERE, now)
     assert every.next_after(now) == now + timedelta(minutes=30)
     assert every.next_after(now + timedelta(minutes=30)) == now + timedelta(minutes=60)  # strictly after
