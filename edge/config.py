@@ -125,7 +125,7 @@ class LocationConfig:
 @dataclass(frozen=True)
 class SchedulerConfig:
     enabled: bool = True
-    channel: str = "telegram"  # where job results go unless a job names its own; "log" = only the run history
+    channel: Literal["telegram", "log"] = "telegram"  # where job results go; "log" = only the run history
     max_concurrent_jobs: int = 2
     retries: int = 2  # a failed run is tried again this many times, after retry_backoff_s, then twice that
     retry_backoff_s: float = 30.0
@@ -139,7 +139,7 @@ class HeartbeatConfig:
     enabled: bool = True
     interval_min: float = 30.0
     active_hours: str = ""  # e.g. "08:00-22:00" in [location] timezone; "" = at any hour
-    channel: str = "telegram"  # where anything other than HEARTBEAT_OK goes
+    channel: Literal["telegram", "log"] = "telegram"  # where anything other than HEARTBEAT_OK goes
 
 
 @dataclass(frozen=True)

@@ -154,9 +154,23 @@ async def _memory(runtime: Runtime) -> tuple[bool, str]:
     return True, f"{count}; hybrid recall with {stats['identity']}{pending}"
 
 
+async def _scheduler(runtime: Runtime) -> tuple[bool, str]:
+    jobs = await runtime.jobs.all()
+    off = [job for job in jobs if not job.enabled]
+    place = runtime.jobs.place
+    where = (f"sun times for {place.latitude:.2f}, {place.longitude:.2f}" if place.latitude is not None
+             else "no [location] set: sunrise/sunset schedules are unavailable")
+    summary = f"{len(jobs)} job(s), time zone {place.zone}; {where}"
+    if off:
+        names = ", ".join(f"#{job.id} {job.name}" for job in off)
+        return False, f"{summary}; turned off after failing: {names} (`edge cron history ID` says why)"
+    return True, summary
+
+
 _PROBES: list[tuple[str, Callable[[Runtime], Awaitable[tuple[bool, str]]]]] = [
     ("provider", _provider), ("model", _model), ("capabilities", _capabilities), ("workspace", _workspace),
-    ("database", _database), ("memory", _memory), ("disk", _disk), ("clock", _clock), ("gpio", _gpio), ("serial", _serial),
+    ("database", _database), ("memory", _memory), ("scheduler", _scheduler),
+    ("disk", _disk), ("clock", _clock), ("gpio", _gpio), ("serial", _serial),
 ]
 
 

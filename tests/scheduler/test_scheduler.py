@@ -246,3 +246,16 @@ def test_edge_cron_commands(tmp_path, llm: ScriptedLLM):
     assert cron("remove", "morning").stdout == "removed #1 morning\n"
     missing = cron("remove", "morning")
     assert missing.returncode == 1 and "no job 'morning'" in missing.stderr
+
+
+async def test_doctor_shows_jobs_that_were_turned_off(tmp_path, llm: ScriptedLLM):
+    from edge.doctor import run_checks
+
+    async with open_runtime(tmp_path, llm, location=PLACE) as rt:
+        job = await rt.jobs.add("@daily", "notify", "ping", "telegram")
+        healthy = next(c for c in await run_checks(rt) if c.name == "scheduler")
+        await rt.db.call(lambda con: con.execute("UPDATE jobs SET enabled = 0, note = 'failed 3 times' WHERE id = ?",
+                                                 (job.id,)))
+        sick = next(c for c in await run_checks(rt) if c.name == "scheduler")
+    assert healthy.ok and "1 job(s), time zone Europe/Berlin; sun times for 52.52, 13.40" in healthy.detail
+    assert not sick.ok and f"#{job.id} ping" in sick.detail and "edge cron history" in sick.detail
