@@ -250,3 +250,17 @@ async def test_edge_run_starts_telegram_when_the_token_is_in_the_environment(tmp
             daemon.terminate()
             _, err = await asyncio.wait_for(daemon.communicate(), 10)
     assert daemon.returncode == 0 and TOKEN not in err.decode()  # the token never reaches the log
+
+
+async def test_a_scheduled_job_reaches_the_owner_through_the_bot(tmp_path, llm: ScriptedLLM):
+    from edge.channels.base import ReplyStreams
+    from edge.scheduler.cron import CHANNEL, Scheduler
+
+    llm.script("The porch light is on.")
+    async with FakeTelegram() as fake, bot(tmp_path, llm, fake, notify_chat=str(OWNER)) as (channel, rt):
+        scheduler = Scheduler(rt.jobs, rt.config.scheduler, channel.bus, ReplyStreams(CHANNEL, channel.bus),
+                              rt.registry)
+        job = await rt.jobs.add("@daily", "agent", "Is the porch light on?", "telegram")
+        run = await scheduler.run_job(job)
+        await says(fake, OWNER, "The porch light is on.")
+    assert run.status == "ok" and fake.sent("sendMessage", OWNER)

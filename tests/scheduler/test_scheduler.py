@@ -13,6 +13,7 @@ from edge.channels.base import ReplyStreams
 from edge.metrics import Counters
 from edge.scheduler.cron import CHANNEL, Scheduler
 from edge.scheduler.heartbeat import Heartbeat, is_ok, open_tasks, within
+from edge.scheduler.jobs import Run
 from edge.templates import WORKSPACE_FILES
 from tests.conftest import Recorder, edge_env, open_runtime, run_edge, running
 from tests.fakes.channel import Collector
@@ -259,3 +260,12 @@ async def test_doctor_shows_jobs_that_were_turned_off(tmp_path, llm: ScriptedLLM
         sick = next(c for c in await run_checks(rt) if c.name == "scheduler")
     assert healthy.ok and "1 job(s), time zone Europe/Berlin; sun times for 52.52, 13.40" in healthy.detail
     assert not sick.ok and f"#{job.id} ping" in sick.detail and "edge cron history" in sick.detail
+
+
+async def test_only_the_last_runs_are_kept(tmp_path, llm: ScriptedLLM):
+    async with scheduling(tmp_path, llm, scheduler={"history_per_job": 3}) as (rt, _, _, clock, *_):
+        job = await rt.jobs.add("every 1h", "notify", "ping", "log", now=clock.now())
+        for number in range(5):
+            await rt.jobs.record(Run(job.id, number, number, 1.0, "ok", 1, f"run {number}"))
+        history = await rt.jobs.history(job.id)
+    assert [r.output for r in history] == ["run 2", "run 3", "run 4"]
