@@ -82,7 +82,14 @@ class Scheduler:
     async def _dispatch(self, job: Job, now: datetime) -> None:
         assert job.next_run is not None
         due = job.next_run
-        following = self.jobs.schedule_of(job).next_after(now)  # runs missed in between are not made up one by one
+        try:
+            following = self.jobs.schedule_of(job).next_after(now)  # runs missed meanwhile are not made up one by one
+        except EdgeError as exc:  # e.g. a sunset job after [location] was removed: never a crash loop
+            problem = f"its schedule no longer works: {exc}"
+            await self.jobs.turn_off(job.id, problem)
+            await self._record(Run(job.id, due, now.timestamp(), 0.0, "failed", 0, problem))
+            await self._tell_owner(job, problem)
+            return
         await self.jobs.set_next(job.id, following.timestamp() if following else None)
         if now.timestamp() - due > LATE_S and not job.catch_up:
             when = datetime.fromtimestamp(due, self.jobs.place.zone).strftime("%Y-%m-%d %H:%M")
@@ -115,7 +122,7 @@ class Scheduler:
                       attempts, output)
         failures, turned_off = await self._record(run, manual)
         if turned_off:
-            await self._tell_owner(job, failures, output)
+            await self._tell_owner(job, f"it failed {failures} times in a row. Last error: {output[:300]}")
         return run
 
     async def _record(self, run: Run, manual: bool = False) -> tuple[int, bool]:
@@ -155,9 +162,9 @@ class Scheduler:
             raise JobFailed(f"the {channel} channel is not running, so the result could not be sent "
                             f"(is its token set?); the output was: {text[:200]}")
 
-    async def _tell_owner(self, job: Job, failures: int, error: str) -> None:
-        text = (f"I turned off the job #{job.id} \"{job.name}\": it failed {failures} times in a row. "
-                f"Last error: {error[:300]}. `edge cron run {job.id}` tries it again and turns it back on if it works.")
+    async def _tell_owner(self, job: Job, why: str) -> None:
+        text = (f"I turned off the job #{job.id} \"{job.name}\": {why}. `edge cron run {job.id}` tries it again "
+                "and turns it back on if it works.")
         log.error("%s", text)
         channel = job.channel if job.channel != "log" else self.config.channel
         if channel != "log":

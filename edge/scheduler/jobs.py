@@ -135,6 +135,9 @@ class Jobs:
 
         await self.db.call(write)
 
+    async def turn_off(self, job_id: int, note: str) -> None:
+        await self.db.call(lambda con: con.execute("UPDATE jobs SET enabled = 0, note = ? WHERE id = ?", (note, job_id)))
+
     async def record(self, run: Run, manual: bool = False, disable_after: int = 0) -> tuple[int, bool]:
         """Keep a run (and only the last `history_per_job`); count failures in a row. Returns the count and
         whether the job was turned off by this run. A manual run that works turns a job back on."""

@@ -269,3 +269,19 @@ async def test_only_the_last_runs_are_kept(tmp_path, llm: ScriptedLLM):
             await rt.jobs.record(Run(job.id, number, number, 1.0, "ok", 1, f"run {number}"))
         history = await rt.jobs.history(job.id)
     assert [r.output for r in history] == ["run 2", "run 3", "run 4"]
+
+
+async def test_a_schedule_that_no_longer_works_turns_the_job_off_instead_of_crashing(tmp_path, llm: ScriptedLLM):
+    async with scheduling(tmp_path, llm) as (rt, _, _, clock, *_):
+        job = await rt.jobs.add("sunset", "notify", "Lights on", "telegram", now=clock.now())
+    async with open_runtime(tmp_path, llm) as rt:  # [location] has been removed from the config since
+        bus, clock, phone = Bus(), FakeClock(datetime(2026, 11, 24, 12, tzinfo=BERLIN)), Collector("telegram")
+        bus.register(phone)
+        scheduler = Scheduler(rt.jobs, rt.config.scheduler, bus, ReplyStreams(CHANNEL, bus), rt.registry, clock)
+        async with running(scheduler.run(lambda: None)):
+            told = await phone.next()
+            await clock.sleepers(1)  # the scheduler carries on
+        after = await rt.jobs.get(job.id)
+        history = await rt.jobs.history(job.id)
+    assert not after.enabled and "[location] latitude and longitude" in after.note
+    assert history[0].status == "failed" and told.text.startswith(f"I turned off the job #{job.id}")
