@@ -463,7 +463,9 @@ def secret(variable: str, environ: typing.Mapping[str, str] | None = None) -> st
         return environ[variable]
     cred_dir = environ.get("CREDENTIALS_DIRECTORY")
     if cred_dir:
-        path = Path(cred_dir) / variable
-        if path.is_file():
-            return path.read_text(encoding="utf-8").strip()
+        # One credential per secret, or (systemd/edge.service) a directory loaded as "edge_<file name>".
+        for name in (variable, f"edge_{variable}"):
+            path = Path(cred_dir) / name
+            if path.is_file():
+                return path.read_text(encoding="utf-8").strip()
     return None

@@ -75,6 +75,8 @@ def test_secrets_come_from_env_or_systemd_credentials(tmp_path):
     assert config.secret("OPENAI_API_KEY", {"OPENAI_API_KEY": "sk-from-env"}) == "sk-from-env"
     assert config.secret("OPENAI_API_KEY", {"CREDENTIALS_DIRECTORY": str(tmp_path)}) == "sk-from-credential"
     assert config.secret("", {}) is None and config.secret("NOPE", {}) is None
+    (tmp_path / "edge_TELEGRAM_BOT_TOKEN").write_text("123:abc\n")  # the unit loads a directory as "edge_<name>"
+    assert config.secret("TELEGRAM_BOT_TOKEN", {"CREDENTIALS_DIRECTORY": str(tmp_path)}) == "123:abc"
 
 
 def test_state_dir_follows_systemd(tmp_path, monkeypatch):
