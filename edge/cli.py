@@ -69,6 +69,19 @@ def _parser() -> argparse.ArgumentParser:
     for action, text in (("remove", "remove a job"), ("run", "run a job now, here, and print its result"),
                          ("history", "a job's last runs")):
         cron_actions.add_parser(action, parents=[common], help=text).add_argument("job", help="its number or name")
+    service = sub.add_parser("service", parents=[common], help="install or remove edge as a system service")
+    service_actions = service.add_subparsers(dest="action", metavar="ACTION", required=True)
+    setup = service_actions.add_parser("install", parents=[common], help="install or upgrade: the build in "
+                                       "/opt/edge, the unit, /etc/edge/edge.toml if absent, the edge user")
+    setup.add_argument("--dist", help="the standalone build to install (default: the one this edge runs from)")
+    setup.add_argument("--with-config", metavar="FILE", help="install this edge.toml (default: keep, or the template)")
+    setup.add_argument("--secrets", metavar="FILE", help="NAME=value lines to move into /etc/edge/credentials")
+    setup.add_argument("--enable", action="store_true", help="start now and at every boot")
+    remove = service_actions.add_parser("uninstall", parents=[common], help="remove the program and the unit")
+    remove.add_argument("--purge", action="store_true", help="also remove /etc/edge and the state in /var/lib/edge")
+    for action_parser in (setup, remove):
+        action_parser.add_argument("--root", default="/", help="install into this directory instead of / "
+                                   "(an image being prepared); system commands are then listed, not run")
     sub.add_parser("version", parents=[common], help="print the version")
     return parser
 
@@ -345,7 +358,27 @@ def _cron(args: argparse.Namespace) -> int:
         return runner.run(cli.run(config, args))
 
 
+def _service(args: argparse.Namespace) -> int:
+    from edge.platform import install
+
+    root = Path(args.root)
+    if args.action == "uninstall":
+        plan = install.uninstall(root, args.purge)
+        verb = "removed"
+    else:
+        dist = Path(args.dist) if args.dist else Path(sys.argv[0]).resolve().parent
+        plan = install.install(root, dist, Path(args.with_config) if args.with_config else None,
+                               Path(args.secrets) if args.secrets else None, args.enable)
+        verb = "installed"
+    for path in plan.written:
+        print(f"{verb:<9} {path}")
+    ran = plan.root.resolve() == Path("/")
+    for command in plan.commands:
+        print(f"{'ran' if ran else 'on the device, run':<9} {' '.join(command)}")
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": _init, "agent": _agent, "chat": _chat, "doctor": _doctor, "run": _daemon, "pair": _pair, "status": _status,
-    "gpio": _gpio, "serial": _serial, "memory": _memory, "cron": _cron,
+    "gpio": _gpio, "serial": _serial, "memory": _memory, "cron": _cron, "service": _service,
 }

@@ -1,0 +1,40 @@
+#!/bin/sh
+# `make build`: a Nuitka standalone build of edge for this machine, stripped, and a tarball beside it.
+#   build/dist/edge/edge                          the program (with its libraries in the same directory)
+#   build/edge-<version>-linux-<arch>.tar.zst     what `make install` or the image unpacks into /opt/edge
+# Needs a C compiler, patchelf and (for speed) ccache: `apt-get install gcc patchelf ccache zstd`.
+set -eu
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+VENV=build/.venv
+OUT=build/out
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+"$VENV/bin/pip" install -q --upgrade pip
+"$VENV/bin/pip" install -q "nuitka>=2.4" zstandard .
+VERSION=$("$VENV/bin/python" -c 'import edge; print(edge.__version__)')
+ARCH=$(uname -m)
+VEC0=$("$VENV/bin/python" -c 'import importlib.util, os; s = importlib.util.find_spec("sqlite_vec"); print(os.path.join(s.submodule_search_locations[0], "vec0.so"))')
+rm -rf "$OUT"
+# Standalone, not onefile: one process, so READY=1, the watchdog and SIGTERM reach edge itself.
+# No -OO: the tools' docstrings are their descriptions for the model.
+# Third-party packages stay bytecode (much smaller, no slower to start); edge itself is compiled.
+"$VENV/bin/python" -m nuitka --standalone --assume-yes-for-downloads --output-dir="$OUT" \
+    --output-filename=edge --python-flag=no_site --python-flag=-O \
+    --include-package=edge \
+    --include-package=sqlite_vec --include-data-files="$VEC0=sqlite_vec/vec0.so" \
+    --include-module=gpiozero.pins.lgpio --include-module=gpiozero.pins.mock \
+    --include-module=serial.urlhandler.protocol_loop --include-module=serial.urlhandler.protocol_socket \
+    --include-module=serial.urlhandler.protocol_rfc2217 \
+    --noinclude-custom-mode=aiohttp:bytecode --noinclude-custom-mode=gpiozero:bytecode \
+    --noinclude-custom-mode=serial:bytecode --noinclude-custom-mode=psutil:bytecode \
+    --nofollow-import-to=tkinter --nofollow-import-to=unittest --nofollow-import-to=pydoc \
+    --nofollow-import-to=test --nofollow-import-to=idlelib --nofollow-import-to=lib2to3 \
+    --nofollow-import-to=sqlite3 \
+    edge/__main__.py
+rm -rf build/dist && mkdir -p build/dist && mv "$OUT/__main__.dist" build/dist/edge
+find build/dist/edge -name '*.so*' -type f -exec strip --strip-unneeded {} +
+strip --strip-unneeded build/dist/edge/edge
+cp README.md systemd/edge.service build/dist/edge/
+TARBALL="build/edge-$VERSION-linux-$ARCH.tar.zst"
+tar -C build/dist -cf - edge | zstd -q -19 -T0 -f -o "$TARBALL"
+echo "built build/dist/edge ($(du -sh build/dist/edge | cut -f1)) and $TARBALL ($(du -h "$TARBALL" | cut -f1))"

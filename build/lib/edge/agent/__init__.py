@@ -1,0 +1,1 @@
+"""The turn: context, the model, tool calls, the answer."""

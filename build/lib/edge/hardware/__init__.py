@@ -1,0 +1,1 @@
+"""Hardware: GPIO pins, serial devices and sensors, and the events they raise."""

@@ -1,0 +1,1 @@
+"""Storage: the one SQLite file."""

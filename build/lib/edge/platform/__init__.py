@@ -1,0 +1,1 @@
+"""Operating-system glue: logging, systemd."""

@@ -1,0 +1,1 @@
+"""Model servers: Ollama native and OpenAI-compatible, behind one streaming contract."""

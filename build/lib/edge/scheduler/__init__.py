@@ -1,0 +1,1 @@
+"""Things edge does on its own: scheduled jobs and the heartbeat."""

@@ -1,0 +1,1 @@
+"""Tools the model can call, the registry that runs them and the policy gate in front."""
