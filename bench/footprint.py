@@ -1,11 +1,12 @@
 """The daemon's footprint: launch → READY=1, idle memory, and /health and /webhook under 50 concurrent clients.
 
-Usage: python bench/footprint.py
+Usage: python bench/footprint.py [--binary build/dist/edge/edge]
 Targets on a 2-core dev machine: READY ≤ 0.4 s, idle RSS ≤ 40 MB (plain CPython), webhook overhead p99 ≤ 10 ms.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import socket
@@ -64,6 +65,10 @@ async def sequential(url: str, total: int, make_request) -> list[float]:  # type
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", help="measure this edge (e.g. the standalone build/dist/edge/edge) "
+                        "instead of the one in this Python environment")
+    args = parser.parse_args()
     model, model_port = server_process()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -77,7 +82,7 @@ def main() -> None:
                "EDGE_PROVIDER__BASE_URL": f"http://127.0.0.1:{model_port}", "EDGE_PROVIDER__MODEL": "test-model",
                "EDGE_GATEWAY__PORT": str(port), "EDGE_GATEWAY__REQUESTS_PER_MINUTE": "0",
                "EDGE_AGENT__SENDER_MESSAGES_PER_MINUTE": "0", "EDGE_LOG__LEVEL": "warning"}
-        edge = Path(sys.executable).with_name("edge")
+        edge = Path(args.binary) if args.binary else Path(sys.executable).with_name("edge")
         started = time.perf_counter()
         daemon = subprocess.Popen([str(edge), "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:

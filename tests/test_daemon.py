@@ -27,14 +27,15 @@ def free_port() -> int:
 
 
 class Daemon:
-    def __init__(self, tmp_path, llm: ScriptedLLM | None, **env: str) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, tmp_path, llm: ScriptedLLM | None, program: tuple[str, ...] = (sys.executable, "-m", "edge"),  # type: ignore[no-untyped-def]
+                 **env: str) -> None:
         self.port = free_port()
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(str(tmp_path / "notify.sock"))
         self.notify.settimeout(10)
         environment = edge_env(tmp_path, llm, EDGE_GATEWAY__PORT=str(self.port), NOTIFY_SOCKET=str(tmp_path / "notify.sock"),
                                **env)
-        self.process = subprocess.Popen([sys.executable, "-m", "edge", "run"], env=environment, cwd=tmp_path,
+        self.process = subprocess.Popen([*program, "run"], env=environment, cwd=tmp_path,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.tmp_path = tmp_path
 
@@ -63,8 +64,8 @@ class Daemon:
 
 
 @contextlib.contextmanager
-def daemon(tmp_path, llm, **env: str):  # type: ignore[no-untyped-def]
-    d = Daemon(tmp_path, llm, **env)
+def daemon(tmp_path, llm, program: tuple[str, ...] = (sys.executable, "-m", "edge"), **env: str):  # type: ignore[no-untyped-def]
+    d = Daemon(tmp_path, llm, program, **env)
     try:
         yield d
     finally:

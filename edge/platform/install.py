@@ -19,6 +19,8 @@ from edge.errors import EdgeError
 from edge.templates import CONFIG_TOML
 
 USER = "edge"
+# The service's state, also for `edge` commands run by hand (`sudo -u edge /opt/edge/edge doctor`).
+INSTALLED_CONFIG = CONFIG_TOML.replace('state_dir = ""           ', 'state_dir = "/var/lib/edge"', 1)
 _SECRET_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
 
@@ -57,7 +59,7 @@ def install(root: Path, dist: Path, config_file: Path | None = None, secrets_fil
         shutil.copyfile(config_file, config)
         plan.note("/etc/edge/edge.toml")
     elif not config.exists():  # an upgrade never overwrites the owner's settings
-        config.write_text(CONFIG_TOML, encoding="utf-8")
+        config.write_text(INSTALLED_CONFIG, encoding="utf-8")
         plan.note("/etc/edge/edge.toml")
     config.chmod(0o644)
     credentials = plan.path("/etc/edge/credentials")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from edge import config
 from edge.platform.install import InstallError, install, uninstall
-from edge.templates import CONFIG_TOML
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,8 @@ def test_install_upgrade_and_uninstall_in_a_temporary_root(tmp_path):
     plan = install(root, fake_dist(tmp_path / "v1"), secrets_file=secrets, enable=True)
     assert (root / "opt/edge/edge").read_text().count("build 1") == 1
     assert (root / "etc/systemd/system/edge.service").read_text() == (REPO / "systemd/edge.service").read_text()
-    assert (root / "etc/edge/edge.toml").read_text() == CONFIG_TOML
+    installed = config.load(str(root / "etc/edge/edge.toml"), environ={})
+    assert installed.state_dir == Path("/var/lib/edge")  # also for `edge` commands run by hand
     credentials = root / "etc/edge/credentials"
     assert mode(credentials) == 0o700 and mode(credentials / "TELEGRAM_BOT_TOKEN") == 0o600
     assert (credentials / "OPENAI_API_KEY").read_text() == "sk-1\n" and not secrets.exists()
