@@ -13,15 +13,15 @@ OUT=build/out
 "$VENV/bin/pip" install -q "nuitka>=2.4" zstandard .
 VERSION=$("$VENV/bin/python" -c 'import edge; print(edge.__version__)')
 ARCH=$(uname -m)
-VEC0=$("$VENV/bin/python" -c 'import importlib.util, os; s = importlib.util.find_spec("sqlite_vec"); print(os.path.join(s.submodule_search_locations[0], "vec0.so"))')
 rm -rf "$OUT"
 # Standalone, not onefile: one process, so READY=1, the watchdog and SIGTERM reach edge itself.
 # No -OO: the tools' docstrings are their descriptions for the model.
 # Third-party packages stay bytecode (much smaller, no slower to start); edge itself is compiled.
+# sqlite_vec is included as a package: Nuitka then ships its vec0.so as an extension module.
 "$VENV/bin/python" -m nuitka --standalone --assume-yes-for-downloads --output-dir="$OUT" \
     --output-filename=edge --python-flag=no_site --python-flag=-O \
     --include-package=edge \
-    --include-package=sqlite_vec --include-data-files="$VEC0=sqlite_vec/vec0.so" \
+    --include-package=sqlite_vec \
     --include-module=gpiozero.pins.lgpio --include-module=gpiozero.pins.mock \
     --include-module=serial.urlhandler.protocol_loop --include-module=serial.urlhandler.protocol_socket \
     --include-module=serial.urlhandler.protocol_rfc2217 \

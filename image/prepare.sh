@@ -18,8 +18,9 @@ mkdir -p "$MOUNT/boot" "$MOUNT/root"
 mount "${DEVICE}p1" "$MOUNT/boot"
 mount "${DEVICE}p2" "$MOUNT/root"
 
-mkdir -p "$MOUNT/boot/edge"
-cp "$TARBALL" "$MOUNT/boot/edge/"
+mkdir -p "$MOUNT/boot/edge" "$MOUNT/root/usr/local/lib/edge/dist"
+# Unpacked here, where zstd is at hand; Raspberry Pi OS Lite need not have it.
+zstd -q -d -c "$TARBALL" | tar -C "$MOUNT/root/usr/local/lib/edge/dist" -xf -
 cat > "$MOUNT/boot/edge/README.txt" <<'TEXT'
 Put two files in this folder before the first boot:
   edge.toml    your settings (`edge init` writes a commented one; at least [provider] and [telegram])
