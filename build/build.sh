@@ -11,6 +11,7 @@ OUT=build/out
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q "nuitka>=2.4" zstandard .
+rm -rf build/lib build/bdist.*  # setuptools' own build/ leftovers, not ours
 VERSION=$("$VENV/bin/python" -c 'import edge; print(edge.__version__)')
 ARCH=$(uname -m)
 rm -rf "$OUT"

@@ -1,1 +1,0 @@
-"""The turn: context, the model, tool calls, the answer."""

@@ -1,1 +1,0 @@
-"""Channels: where messages come from and replies go to."""

@@ -1,1 +1,0 @@
-"""Hardware: GPIO pins, serial devices and sensors, and the events they raise."""

@@ -1,1 +1,0 @@
-"""Storage: the one SQLite file."""

@@ -1,1 +1,0 @@
-"""Operating-system glue: logging, systemd."""

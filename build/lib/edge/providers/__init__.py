@@ -1,1 +1,0 @@
-"""Model servers: Ollama native and OpenAI-compatible, behind one streaming contract."""

@@ -1,1 +1,0 @@
-"""Things edge does on its own: scheduled jobs and the heartbeat."""
