@@ -28,6 +28,13 @@ rm -rf "$OUT"
     --include-module=serial.urlhandler.protocol_rfc2217 \
     --noinclude-custom-mode=aiohttp:bytecode --noinclude-custom-mode=gpiozero:bytecode \
     --noinclude-custom-mode=serial:bytecode --noinclude-custom-mode=psutil:bytecode \
+    --noinclude-custom-mode=yarl:bytecode --noinclude-custom-mode=multidict:bytecode \
+    --noinclude-custom-mode=frozenlist:bytecode --noinclude-custom-mode=aiosignal:bytecode \
+    --noinclude-custom-mode=propcache:bytecode --noinclude-custom-mode=aiohappyeyeballs:bytecode \
+    --noinclude-custom-mode=attr:bytecode --noinclude-custom-mode=attrs:bytecode \
+    --noinclude-custom-mode=idna:bytecode --noinclude-custom-mode=uvloop:bytecode \
+    --noinclude-custom-mode=email:bytecode --noinclude-custom-mode=http:bytecode \
+    --noinclude-custom-mode=xml:bytecode --noinclude-custom-mode=urllib:bytecode \
     --nofollow-import-to=tkinter --nofollow-import-to=unittest --nofollow-import-to=pydoc \
     --nofollow-import-to=test --nofollow-import-to=idlelib --nofollow-import-to=lib2to3 \
     --nofollow-import-to=sqlite3 \

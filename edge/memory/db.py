@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -95,10 +96,12 @@ def load_vector_extension(con: apsw.Connection) -> bool:
     """Load sqlite-vec's vec0 from its package directory, without importing the package (which would drag
     in the stdlib sqlite3 and a second SQLite library). False where there is no wheel (32-bit ARM, musl)."""
     spec = importlib.util.find_spec("sqlite_vec")
-    if spec is None or not spec.submodule_search_locations:
+    folders = list(spec.submodule_search_locations or ()) if spec else []
+    folders.append(os.path.join(os.path.dirname(sys.executable), "sqlite_vec"))  # the standalone build's layout
+    path = next((os.path.join(f, "vec0") for f in folders if os.path.exists(os.path.join(f, "vec0.so"))), None)
+    if path is None:
         log.warning("sqlite-vec is not installed: memory recall is keyword-only")
         return False
-    path = os.path.join(spec.submodule_search_locations[0], "vec0")
     try:
         con.enable_load_extension(True)
         con.load_extension(path)
