@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--kind", choices=["notify", "agent", "shell"], default="notify")
     add.add_argument("--name", help="a short name (default: the start of the text)")
     add.add_argument("--channel", choices=["telegram", "log"], help="where the result goes ([scheduler] channel)")
+    add.add_argument("--chat", help="which Telegram chat (a chat id; default: [telegram] notify_chat)")
     add.add_argument("--catch-up", action=argparse.BooleanOptionalAction, default=None,
                      help="run once at start if a run was missed while edge was off (default: only for `at`)")
     for action, text in (("remove", "remove a job"), ("run", "run a job now, here, and print its result"),

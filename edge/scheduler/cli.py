@@ -12,7 +12,7 @@ from datetime import datetime
 
 from edge.bus import Bus, OutboundMessage
 from edge.config import Config
-from edge.scheduler.jobs import Jobs
+from edge.scheduler.jobs import JobError, Jobs
 
 
 async def run(config: Config, args: argparse.Namespace) -> int:
@@ -31,8 +31,11 @@ async def run(config: Config, args: argparse.Namespace) -> int:
                 print("no jobs (add one: edge cron add \"0 7 * * *\" \"Good morning\")", file=sys.stderr)
             return 0
         if args.action == "add":
-            job = await jobs.add(args.schedule, args.kind, args.text or "", args.channel or config.scheduler.channel,
-                                 args.name or "", catch_up=args.catch_up)
+            channel = args.channel or config.scheduler.channel
+            if args.chat and not args.chat.lstrip("-").isdigit():
+                raise JobError(f"--chat {args.chat!r}: a Telegram chat id is a number (the bot's log shows it)")
+            job = await jobs.add(args.schedule, args.kind, args.text or "", channel, args.name or "",
+                                 target=f"{channel}:{args.chat}" if args.chat else "", catch_up=args.catch_up)
             print(f"added {job.describe(jobs.place)}")
             return 0
         if args.action == "remove":

@@ -263,4 +263,7 @@ async def test_a_scheduled_job_reaches_the_owner_through_the_bot(tmp_path, llm: 
         job = await rt.jobs.add("@daily", "agent", "Is the porch light on?", "telegram")
         run = await scheduler.run_job(job)
         await says(fake, OWNER, "The porch light is on.")
+        other_chat = await rt.jobs.add("@daily", "notify", "Bins out tonight", "telegram", target="telegram:2002")
+        await scheduler.run_job(other_chat)
+        await says(fake, 2002, "Bins out tonight")  # a job can name its chat
     assert run.status == "ok" and fake.sent("sendMessage", OWNER)

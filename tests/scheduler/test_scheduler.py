@@ -237,6 +237,8 @@ def test_edge_cron_commands(tmp_path, llm: ScriptedLLM):
     bad = cron("add", "61 * * * *", "x")
     assert bad.returncode == 1 and "'61' is not a valid minute" in bad.stderr and "Examples:" in bad.stderr
     assert cron("add", "@daily", "x", "--channel", "sms").returncode == 2  # an unknown channel is refused
+    no_chat = cron("add", "@daily", "x", "--chat", "@ada")
+    assert no_chat.returncode == 1 and "a Telegram chat id is a number" in no_chat.stderr
     listed = cron("list").stdout.splitlines()  # a new process: the jobs were kept
     assert len(listed) == 2 and listed[1].startswith("#2 Is the porch light on?: sunset-15m (next ")
     llm.script("Yes, it is on.")
