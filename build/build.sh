@@ -16,11 +16,12 @@ VERSION=$("$VENV/bin/python" -c 'import edge; print(edge.__version__)')
 ARCH=$(uname -m)
 rm -rf "$OUT"
 # Standalone, not onefile: one process, so READY=1, the watchdog and SIGTERM reach edge itself.
-# No -OO: the tools' docstrings are their descriptions for the model.
+# No -OO: the tools' docstrings are their descriptions for the model. Compiled as `-m edge`, so that
+# edge/platform/ never shadows the standard library's `platform` (as it would with edge/ on sys.path).
 # Third-party packages stay bytecode (much smaller, no slower to start); edge itself is compiled.
 # sqlite_vec is included as a package: Nuitka then ships its vec0.so as an extension module.
 "$VENV/bin/python" -m nuitka --standalone --assume-yes-for-downloads --output-dir="$OUT" \
-    --output-filename=edge --python-flag=no_site --python-flag=-O \
+    --output-filename=edge --python-flag=no_site --python-flag=-O --python-flag=-m \
     --include-package=edge \
     --include-package=sqlite_vec \
     --include-module=gpiozero.pins.lgpio --include-module=gpiozero.pins.mock \
@@ -38,8 +39,8 @@ rm -rf "$OUT"
     --nofollow-import-to=tkinter --nofollow-import-to=unittest --nofollow-import-to=pydoc \
     --nofollow-import-to=test --nofollow-import-to=idlelib --nofollow-import-to=lib2to3 \
     --nofollow-import-to=sqlite3 \
-    edge/__main__.py
-rm -rf build/dist && mkdir -p build/dist && mv "$OUT/__main__.dist" build/dist/edge
+    edge
+rm -rf build/dist && mkdir -p build/dist && mv "$OUT"/*.dist build/dist/edge
 find build/dist/edge -name '*.so*' -type f -exec strip --strip-unneeded {} +
 strip --strip-unneeded build/dist/edge/edge
 cp README.md systemd/edge.service build/dist/edge/
