@@ -36,9 +36,15 @@ rm -rf "$OUT"
     --noinclude-custom-mode=idna:bytecode --noinclude-custom-mode=uvloop:bytecode \
     --noinclude-custom-mode=email:bytecode --noinclude-custom-mode=http:bytecode \
     --noinclude-custom-mode=xml:bytecode --noinclude-custom-mode=urllib:bytecode \
+    --noinclude-custom-mode=typing_extensions:bytecode --noinclude-custom-mode=colorzero:bytecode \
     --nofollow-import-to=tkinter --nofollow-import-to=unittest --nofollow-import-to=pydoc \
     --nofollow-import-to=test --nofollow-import-to=idlelib --nofollow-import-to=lib2to3 \
-    --nofollow-import-to=sqlite3 \
+    --nofollow-import-to=sqlite3 --nofollow-import-to=doctest --nofollow-import-to=pdb \
+    --nofollow-import-to=xmlrpc --nofollow-import-to=wsgiref --nofollow-import-to=ensurepip \
+    --nofollow-import-to=venv --nofollow-import-to=distutils --nofollow-import-to=setuptools \
+    --nofollow-import-to=pip --nofollow-import-to=curses --nofollow-import-to=dbm \
+    --nofollow-import-to=http.server --nofollow-import-to=smtplib --nofollow-import-to=ftplib \
+    --nofollow-import-to=cProfile --nofollow-import-to=profile \
     edge
 rm -rf build/dist && mkdir -p build/dist && mv "$OUT"/*.dist build/dist/edge
 find build/dist/edge -name '*.so*' -type f -exec strip --strip-unneeded {} +
