@@ -11,7 +11,7 @@ import sys
 from datetime import datetime
 
 from edge.bus import Bus, OutboundMessage
-from edge.config import Config
+from edge.config import Config, secret
 from edge.scheduler.jobs import JobError, Jobs
 
 
@@ -37,6 +37,10 @@ async def run(config: Config, args: argparse.Namespace) -> int:
             job = await jobs.add(args.schedule, args.kind, args.text or "", channel, args.name or "",
                                  target=f"{channel}:{args.chat}" if args.chat else "", catch_up=args.catch_up)
             print(f"added {job.describe(jobs.place)}")
+            if channel == "telegram" and not secret(config.telegram.token_env):
+                print(f"note: no Telegram bot token in ${config.telegram.token_env} (or a credential of that name): "
+                      "results cannot be sent until there is one; `--channel log` keeps them in the history",
+                      file=sys.stderr)
             return 0
         if args.action == "remove":
             removed = await jobs.remove(args.job)

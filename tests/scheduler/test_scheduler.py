@@ -233,6 +233,7 @@ def test_edge_cron_commands(tmp_path, llm: ScriptedLLM):
     cron = lambda *args: run_edge(["cron", *args], env, tmp_path)  # noqa: E731
     added = cron("add", "0 7 * * 1-5", "Good morning", "--name", "morning")
     assert added.returncode == 0 and added.stdout.startswith("added #1 morning: 0 7 * * 1-5 (next ")
+    assert "no Telegram bot token" in added.stderr  # said at once, not only when the first run fails
     assert cron("add", "sunset-15m", "Is the porch light on?", "--kind", "agent", "--channel", "log").returncode == 0
     bad = cron("add", "61 * * * *", "x")
     assert bad.returncode == 1 and "'61' is not a valid minute" in bad.stderr and "Examples:" in bad.stderr
