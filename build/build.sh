@@ -16,12 +16,13 @@ VERSION=$("$VENV/bin/python" -c 'import edge; print(edge.__version__)')
 ARCH=$(uname -m)
 rm -rf "$OUT"
 # Standalone, not onefile: one process, so READY=1, the watchdog and SIGTERM reach edge itself.
+# --lto=yes: a smaller binary that starts faster; with ccache it adds well under a minute here.
 # No -OO: the tools' docstrings are their descriptions for the model. Compiled as `-m edge`, so that
 # edge/platform/ never shadows the standard library's `platform` (as it would with edge/ on sys.path).
 # Third-party packages stay bytecode (much smaller, no slower to start); edge itself is compiled.
 # sqlite_vec is included as a package: Nuitka then ships its vec0.so as an extension module.
 "$VENV/bin/python" -m nuitka --standalone --assume-yes-for-downloads --output-dir="$OUT" \
-    --output-filename=edge --python-flag=no_site --python-flag=-O --python-flag=-m \
+    --output-filename=edge --python-flag=no_site --python-flag=-O --python-flag=-m --lto=yes \
     --include-package=edge \
     --include-package=sqlite_vec \
     --include-module=gpiozero.pins.lgpio --include-module=gpiozero.pins.mock \
