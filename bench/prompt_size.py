@@ -27,7 +27,7 @@ async def measure() -> None:
         print('request body for "hello" (first turn, default workspace)')
         for label, model in (("normal mode (7B model)", "qwen2.5:7b"), ("small-model mode (1.5B)", "qwen2.5:1.5b")):
             data = {"provider": {"base_url": llm.ollama_url, "model": model}, "paths": {"state_dir": f"{state}/{model}"}}
-            async with runtime(config_module._build(config_module.Config, data, "bench", "")) as rt:
+            async with runtime(config_module.build(config_module.Config, data, "bench")) as rt:
                 await rt.agent.turn(await rt.store.current_session("bench"), "hello", discard)
             body = llm.chats()[-1]
             size = len(orjson.dumps(body))

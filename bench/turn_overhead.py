@@ -38,7 +38,7 @@ async def measure(port: int, turns: int) -> None:
     with tempfile.TemporaryDirectory() as state:
         data = {"provider": {"base_url": f"http://127.0.0.1:{port}", "model": "test-model"},
                 "paths": {"state_dir": state}, "security": {"autonomy": "full"}}
-        config = config_module._build(config_module.Config, data, "bench", "")
+        config = config_module.build(config_module.Config, data, "bench")
         async with runtime(config) as rt, aiohttp.ClientSession() as http:
             url = f"http://127.0.0.1:{port}/api/chat"
             body = {"model": "test-model", "messages": [{"role": "user", "content": "hello"}], "stream": True}

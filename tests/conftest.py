@@ -47,7 +47,7 @@ def make_config(tmp_path: Path, llm: ScriptedLLM | None = None, kind: str = "oll
         provider["base_url"] = llm.ollama_url if kind == "ollama" else llm.openai_url
     provider.update(sections.pop("provider", {}))
     data = {"provider": provider, "paths": {"state_dir": str(tmp_path / "state")}, **sections}
-    return config_module._build(config_module.Config, data, "test", prefix="")
+    return config_module.build(config_module.Config, data, "test")
 
 
 @contextlib.asynccontextmanager

@@ -21,7 +21,7 @@ def test_embedded_defaults_when_no_file(tmp_path, monkeypatch):
 
 
 def test_the_commented_template_is_exactly_the_defaults():
-    assert config._build(config.Config, tomllib.loads(CONFIG_TOML), "template", "") == config.Config()
+    assert config.build(config.Config, tomllib.loads(CONFIG_TOML), "template") == config.Config()
 
 
 def test_file_then_environment(tmp_path):
