@@ -21,6 +21,7 @@ from edge.errors import MISSING, ConfigError
 Autonomy = Literal["readonly", "supervised", "full"]
 SmallModel = Literal["auto", "on", "off"]
 ProviderKind = Literal["ollama", "openai"]
+ResultChannel = Literal["telegram", "log"]  # where a job's or the heartbeat's result goes; "log" = nowhere else
 
 DEFAULT_SHELL_ALLOW = (
     "date", "uptime", "uname", "df", "free", "ls", "cat", "head", "tail", "wc", "grep",
@@ -122,7 +123,7 @@ class LocationConfig:
 @dataclass(frozen=True)
 class SchedulerConfig:
     enabled: bool = True
-    channel: Literal["telegram", "log"] = "telegram"  # where job results go; "log" = only the run history
+    channel: ResultChannel = "telegram"  # where job results go; "log" = only the run history
     max_concurrent_jobs: int = 2
     retries: int = 2  # a failed run is tried again this many times, after retry_backoff_s, then twice that
     retry_backoff_s: float = 30.0
@@ -136,7 +137,7 @@ class HeartbeatConfig:
     enabled: bool = True
     interval_min: float = 30.0
     active_hours: str = ""  # e.g. "08:00-22:00" in [location] timezone; "" = at any hour
-    channel: Literal["telegram", "log"] = "telegram"  # where anything other than HEARTBEAT_OK goes
+    channel: ResultChannel = "telegram"  # where anything other than HEARTBEAT_OK goes
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ class Compactor:
 
     async def compact(self, session_id: str, room_tokens: int, keep_tokens: int, ceiling: int,
                       reply_tokens: int, small: bool) -> Outcome:
-        messages = await self.store.history(session_id)
+        previous, messages = await self.store.conversation(session_id)
         count = choose_cut(messages, keep_tokens)
         if count == 0:
             return Outcome(0, 0, False)
@@ -97,7 +97,6 @@ class Compactor:
         started = time.monotonic()
         text = transcript(old, room_tokens - 300)
         facts = await self._flush(session_id, text, ceiling, reply_tokens, small)
-        previous = await self.store.summary(session_id)
         summary = previous
         try:
             asked = _SUMMARY_ASK.format(words=SUMMARY_WORDS, transcript=text,
@@ -117,12 +116,10 @@ class Compactor:
         try:
             answer = await self._ask(_FLUSH_SYSTEM, _FLUSH_ASK.format(transcript=text), ceiling, reply_tokens, small,
                                      session_id, time.monotonic())
-            saved = 0
-            for fact in parse_facts(answer):
-                if not await self.memories.known(fact):
-                    await self.memories.remember(fact, "daily", session_id=session_id)
-                    saved += 1
-            return saved
+            fresh = [(fact, "daily", None) for fact in parse_facts(answer) if not await self.memories.known(fact)]
+            if fresh:  # one embedding call and one transaction for them all
+                await self.memories.remember_many(fresh, session_id)
+            return len(fresh)
         except EdgeError as exc:  # the facts stay in the (compacted, not deleted) messages
             log.warning("compaction: the memory flush failed (%s)", exc)
             return 0

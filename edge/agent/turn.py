@@ -102,8 +102,10 @@ class Agent:
 
     async def settle(self, session_id: str | None = None) -> None:
         """Wait for a session's compaction (or every one) to finish."""
-        tasks = list(self._compactions.values()) if session_id is None else [
-            task for key, task in self._compactions.items() if key == session_id]
+        if session_id is None:
+            tasks = list(self._compactions.values())
+        else:
+            tasks = [task] if (task := self._compactions.get(session_id)) else []
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def close(self) -> None:
@@ -216,10 +218,11 @@ class _Turn:
         self.specs = self.agent.registry.specs(self.small)
         self.native = info.native_tools
         self.system = self.agent.prompt.build(self.small, [] if self.native else self.specs)
-        summary = await self.agent.store.summary(self.session_id)
-        if summary:  # changes only when the session is compacted, so the prefix stays cacheable
+        # The history ends with this turn's user message. The summary changes only when the session is
+        # compacted, so the prompt's prefix stays cacheable.
+        summary, self.history = await self.agent.store.conversation(self.session_id)
+        if summary:
             self.system += f"\n\n## Earlier in this conversation\n{summary}"
-        self.history = await self.agent.store.history(self.session_id)  # ends with this turn's user message
         note = await self.agent.recalled_note(self.history[-1]["content"])
         if note:  # on this turn's message only, in the request only: the prefix stays byte-stable
             self.history[-1] = {**self.history[-1], "content": note + self.history[-1]["content"]}

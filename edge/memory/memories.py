@@ -57,9 +57,9 @@ class Memories:
         if not self.db.vectors:
             self.problem = "sqlite-vec is not available on this system"
             return
-        stored = await self.db.call(lambda con: _kv(con, IDENTITY_KEY))
-        count = await self.db.call(lambda con: con.execute("SELECT count(*) FROM memory_vectors").fetchone()[0])
-        if stored and stored != self.embedder.identity and count:
+        stored, has_vectors = await self.db.call(lambda con: (
+            _kv(con, IDENTITY_KEY), con.execute("SELECT 1 FROM memory_vectors LIMIT 1").fetchone() is not None))
+        if stored and stored != self.embedder.identity and has_vectors:
             self.problem = (f"memories were embedded with {stored} but the config says {self.embedder.identity}; "
                             "recall uses keywords until you run `edge memory reindex`")
             log.warning("memory: %s", self.problem)
@@ -73,13 +73,15 @@ class Memories:
             _create_bits_table(con, self.embedder.dims)
             con.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (IDENTITY_KEY, self.embedder.identity))
 
-    async def _vectors_for(self, texts: list[str]) -> list[bytes] | None:
+    async def _vectors_for(self, texts: list[str], cache: bool = True) -> list[bytes] | None:
+        """Vectors for texts, or None: no model, or it is down — then memories are stored without a vector
+        (upkeep adds it later) and recall uses keywords."""
         if self.mode != "vectors" or self.embedder is None:
             return None
         try:
-            vectors = await self.embedder.embed(texts)
-        except EmbeddingError as exc:  # the embedding server is down: keep the memory, recall by keywords
-            log.warning("memory: %s; stored without a vector (added when the server is back)", exc)
+            vectors = await self.embedder.embed(texts, cache)
+        except EmbeddingError as exc:
+            log.warning("memory: %s; keywords only for now", exc)
             self.problem = str(exc)
             return None
         self.problem = ""
@@ -126,13 +128,7 @@ class Memories:
         con.execute(f"INSERT INTO {BITS_TABLE} (rowid, embedding) VALUES (?, vec_quantize_binary(?))", (memory_id, vector))
 
     async def recall(self, query: str, top_k: int | None = None) -> list[Recalled]:
-        vectors = None
-        if self.mode == "vectors" and self.embedder is not None:
-            try:
-                vectors = await self.embedder.embed([query], cache=False)
-            except EmbeddingError as exc:
-                log.warning("memory: %s; recalling by keywords", exc)
-                self.problem = str(exc)
+        vectors = await self._vectors_for([query], cache=False)  # one-off queries are not cached (SD card)
         vector = vectors[0] if vectors else None
         table = BITS_TABLE if vector is not None else None
         return await self.db.call(lambda con: search(con, query, vector, self.config, top_k or self.config.top_k, table))

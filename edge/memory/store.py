@@ -53,21 +53,24 @@ class Store:
     async def new_session(self, key: str) -> str:
         return await self.db.call(lambda con: _create_session(con, key))
 
-    async def history(self, session_id: str, limit: int = 400) -> list[Message]:
+    async def history(self, session_id: str) -> list[Message]:
         """The session's messages that compaction has not folded into its summary, oldest first."""
-        def read(con: apsw.Connection) -> list[Message]:
+        return (await self.conversation(session_id))[1]
+
+    async def summary(self, session_id: str) -> str:
+        return (await self.conversation(session_id))[0]
+
+    async def conversation(self, session_id: str, limit: int = 400) -> tuple[str, list[Message]]:
+        """(summary of the compacted part, live messages oldest first), read in one call: a turn needs both."""
+        def read(con: apsw.Connection) -> tuple[str, list[Message]]:
+            row = con.execute("SELECT summary FROM sessions WHERE id = ?", (session_id,)).fetchone()
             rows = con.execute(
                 "SELECT role, content, extra FROM messages WHERE session_id = ? AND NOT compacted"
                 " ORDER BY id DESC LIMIT ?", (session_id, limit),
             ).fetchall()
-            return [_row_to_message(row) for row in reversed(rows)]
+            return (row[0] if row else ""), [_row_to_message(r) for r in reversed(rows)]
 
         return await self.db.call(read)
-
-    async def summary(self, session_id: str) -> str:
-        row = await self.db.call(
-            lambda con: con.execute("SELECT summary FROM sessions WHERE id = ?", (session_id,)).fetchone())
-        return row[0] if row else ""
 
     async def compact(self, session_id: str, count: int, summary: str) -> None:
         """Fold the session's oldest `count` live messages into `summary`, in one transaction. They stay in

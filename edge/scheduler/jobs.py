@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, get_args
 
 import apsw
 
+from edge.config import ResultChannel
 from edge.errors import EdgeError
 from edge.memory.db import Database, transaction
 from edge.scheduler.schedule import At, Place, Schedule, parse
 
-Kind = Literal["agent", "shell", "notify"]
 KINDS = ("agent", "shell", "notify")
-CHANNELS = ("telegram", "log")  # where a result can go; "log" keeps it in the run history only
+CHANNELS = get_args(ResultChannel)
 _COLUMNS = "id, name, schedule, kind, payload, channel, target, catch_up, enabled, next_run, failures, note, created_at"
 
 
