@@ -123,8 +123,6 @@ def _load(args: argparse.Namespace, interactive: bool = False):  # type: ignore[
 def _run(coroutine_factory: Callable[[Any], Coroutine[Any, Any, int]], args: argparse.Namespace,
          interactive: bool = True) -> int:
     """Open the runtime (database, provider, tools) on uvloop, run one command, close it all."""
-    import uvloop
-
     from edge.app import runtime
 
     config = _load(args, interactive)
@@ -133,8 +131,14 @@ def _run(coroutine_factory: Callable[[Any], Coroutine[Any, Any, int]], args: arg
         async with runtime(config) as rt:
             return await coroutine_factory(rt)
 
+    return _on_uvloop(go())
+
+
+def _on_uvloop(coroutine: Coroutine[Any, Any, int]) -> int:
+    import uvloop
+
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(go())
+        return runner.run(coroutine)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -186,8 +190,6 @@ def _daemon(args: argparse.Namespace) -> int:
     import os
     import signal
 
-    import uvloop
-
     from edge.app import serve
     from edge.platform.systemd import Notifier
 
@@ -218,8 +220,7 @@ def _daemon(args: argparse.Namespace) -> int:
         return 0
 
     try:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(go())
+        return _on_uvloop(go())
     finally:
         notifier.close()
 
@@ -340,23 +341,15 @@ def _serial(args: argparse.Namespace) -> int:
 
 
 def _memory(args: argparse.Namespace) -> int:
-    import uvloop
-
     from edge.memory import cli
 
-    config = _load(args, interactive=True)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(cli.run(config, args))
+    return _on_uvloop(cli.run(_load(args, interactive=True), args))
 
 
 def _cron(args: argparse.Namespace) -> int:
-    import uvloop
-
     from edge.scheduler import cli
 
-    config = _load(args, interactive=True)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(cli.run(config, args))
+    return _on_uvloop(cli.run(_load(args, interactive=True), args))
 
 
 def _service(args: argparse.Namespace) -> int:
