@@ -46,6 +46,11 @@ class Clock:
             await asyncio.wait_for((wake or asyncio.Event()).wait(), max(seconds, 0))
 
 
+async def deliver(bus: Bus, channel: str, text: str, target: str = "") -> bool:
+    """Send a result to its channel; "log" keeps it in the history and log only. False: channel not running."""
+    return channel == "log" or await bus.notify(channel, text, target)
+
+
 async def _approved_at_creation(request: ApprovalRequest) -> Answer:
     # Whoever created the job approved what it runs (cron_add asks for shell jobs; `edge cron add` is the
     # owner at the terminal). The gate still refuses in readonly mode and checks the shell allowlist.
@@ -158,7 +163,7 @@ class Scheduler:
         return output
 
     async def _deliver(self, channel: str, text: str, target: str = "") -> None:
-        if channel != "log" and not await self.bus.notify(channel, text, target):
+        if not await deliver(self.bus, channel, text, target):
             raise JobFailed(f"the {channel} channel is not running, so the result could not be sent "
                             f"(is its token set?); the output was: {text[:200]}")
 
@@ -166,6 +171,4 @@ class Scheduler:
         text = (f"I turned off the job #{job.id} \"{job.name}\": {why}. `edge cron run {job.id}` tries it again "
                 "and turns it back on if it works.")
         log.error("%s", text)
-        channel = job.channel if job.channel != "log" else self.config.channel
-        if channel != "log":
-            await self.bus.notify(channel, text)
+        await deliver(self.bus, job.channel if job.channel != "log" else self.config.channel, text)

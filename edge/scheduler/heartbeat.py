@@ -15,7 +15,7 @@ from pathlib import Path
 from edge.bus import Bus, InboundMessage
 from edge.channels.base import ReplyStreams
 from edge.config import HeartbeatConfig
-from edge.scheduler.cron import CHANNEL, Clock
+from edge.scheduler.cron import CHANNEL, Clock, deliver
 
 log = logging.getLogger(__name__)
 OK = "HEARTBEAT_OK"
@@ -78,6 +78,7 @@ class Heartbeat:
         answer = reply.text.strip()
         if not answer or is_ok(answer):
             return None
-        if not await self.bus.notify(self.config.channel, answer):
+        log.info("heartbeat: %s", answer)
+        if not await deliver(self.bus, self.config.channel, answer):
             log.warning("heartbeat: the %s channel is not running; it had this to say: %s", self.config.channel, answer)
         return answer

@@ -119,10 +119,9 @@ def _instant(text: str, zone: tzinfo, now: datetime) -> datetime:
         hour, minute = map(int, text.split(":"))
         if hour > 23 or minute > 59:
             raise ScheduleError(f"{text!r} is not a time of day")
-        local = now.astimezone(zone)
-        moment = wall_to_instant(local.replace(hour=hour, minute=minute, second=0, microsecond=0, tzinfo=None), zone)
-        return moment if moment > now else wall_to_instant(
-            (local + timedelta(days=1)).replace(hour=hour, minute=minute, second=0, microsecond=0, tzinfo=None), zone)
+        today = now.astimezone(zone).replace(hour=hour, minute=minute, second=0, microsecond=0, tzinfo=None)
+        moment = wall_to_instant(today, zone)
+        return moment if moment > now else wall_to_instant(today + timedelta(days=1), zone)
     try:
         moment = datetime.fromisoformat(text.upper().replace(" ", "T"))
     except ValueError:
